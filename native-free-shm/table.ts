@@ -1,0 +1,395 @@
+import { randomInt } from 'node:crypto';
+import { ShmError, checkInteger } from './errors.js';
+import { hashWords, wordsFor } from './hash.js';
+import {
+  kEmpty, kFlagBit, kHdrKeyWords, kHdrMagic, kHdrSeed, kHdrSlots, kHdrTableId, kHdrValueWords, kHdrVersion,
+  kHeaderWords, kIdentityMask, kLive, kMetaCtl, kMetaHash, kMetaLen, kMetaStride, kSeqMask, kSeqShift, kStateMask,
+  kTableMagic, kTableVersion, kTombstone, kWaitedBit, kWriting,
+} from './layout.js';
+import type { IntentRecoverer, Roster, RosterMember } from './roster.js';
+
+/** The most a table is filled at its stated capacity: slots = ceil(capacity / kMaxLoad). */
+export const kMaxLoad = 0.75;
+
+export interface TableOptions {
+  /** Rows the table must hold (its slot count is capacity / 0.75, rounded up). */
+  capacity: number;
+  /** Longest key in bytes (stored inline, padded to 4). */
+  maxKeyBytes: number;
+  /** Int32 words of value per slot (rounded up to even, so Float64 values align). Default 0. */
+  valueWords?: number;
+  /** Small integer naming the table in the roster's intent records (unique per roster). */
+  tableId: number;
+  /** Hash seed; random by default. */
+  seed?: number;
+}
+
+/** Structured-cloneable description of a table: post it to a worker and call `ShmTable.attach` there. */
+export interface TableDescriptor {
+  readonly kind: 'native-free-shm/table';
+  readonly buffer: SharedArrayBuffer;
+}
+
+/** Called in the releasing thread after a dead writer's claimed slot has been turned into a tombstone. */
+export type RecoveredHook = (slot: number) => void;
+
+interface Geometry {
+  slots: number;
+  keyWords: number;
+  valueWords: number;
+  metaBase: number;
+  distBase: number;
+  keyBase: number;
+  valueBase: number;
+  totalWords: number;
+}
+
+function geometry(slots: number, keyWords: number, valueWords: number): Geometry {
+  const metaBase = kHeaderWords;
+  const distBase = metaBase + slots * kMetaStride;
+  const keyBase = distBase + slots;
+  let valueBase = keyBase + slots * keyWords;
+  if (valueBase % 2 !== 0) valueBase++;
+  return { slots, keyWords, valueWords, metaBase, distBase, keyBase, valueBase, totalWords: valueBase + slots * valueWords };
+}
+
+/**
+ * A fixed-slot open-addressing hash table in one SharedArrayBuffer, for many threads at once.
+ *
+ * - Multiset: `claim` + `publish` always add a row; uniqueness, where wanted, is the caller's.
+ * - Readers never block and never take a lock: a match is re-validated against the slot's control
+ *   word (a per-slot sequence), so a row removed or replaced mid-compare is never reported, and
+ *   keys are compared in full, so no other key ever matches.
+ * - Writers race with compare-and-swap on the control word only. A writer killed at any point leaves
+ *   at most one slot in the WRITING state, invisible to readers; `Roster.release` turns it into a
+ *   tombstone. Nothing else can be left half-done.
+ * - Tombstones: each home slot keeps the farthest distance any of its rows was ever placed at, and
+ *   lookups stop there (or at a never-used slot). Inserts reuse the first free slot, tombstones
+ *   included, so churn does not lengthen probes; a lookup in a home that never held a row is one load.
+ */
+export class ShmTable implements IntentRecoverer {
+  readonly slots: number;
+  readonly keyWords: number;
+  readonly valueWords: number;
+  readonly tableId: number;
+  readonly seed: number;
+  /** Int32 view of the whole buffer; `valueIndex(slot)` indexes into it. */
+  readonly i32: Int32Array;
+  /** Float64 view of the whole buffer; `valueIndex(slot) / 2` indexes into it. */
+  readonly f64: Float64Array;
+  /** Control word of the last match returned by `find`/`next`. */
+  matchCtl = 0;
+  /** Set by the owner of counts kept outside the table. */
+  onRecovered: RecoveredHook | undefined;
+
+  readonly #buf: SharedArrayBuffer;
+  readonly #roster: Roster;
+  readonly #g: Geometry;
+  #claimFrom = 0;
+  // Cursor of the current find/next (per thread: a table object is never shared between threads).
+  #cKey: Int32Array = new Int32Array(0);
+  #cLen = 0;
+  #cHash = 0;
+  #cHome = 0;
+  #cDist = 0;
+  #cLimit = 0;
+
+  /** Bytes a table of these dimensions occupies. */
+  static byteLength(capacity: number, maxKeyBytes: number, valueWords = 0): number {
+    const slots = Math.max(8, Math.ceil(capacity / kMaxLoad));
+    return geometry(slots, wordsFor(maxKeyBytes), valueWords + (valueWords & 1)).totalWords * 4;
+  }
+
+  static create(options: TableOptions, roster: Roster): ShmTable {
+    const capacity = checkInteger('capacity', options.capacity, 1, 1 << 26);
+    const maxKeyBytes = checkInteger('maxKeyBytes', options.maxKeyBytes, 1, 1 << 16);
+    let valueWords = checkInteger('valueWords', options.valueWords ?? 0, 0, 1 << 16);
+    valueWords += valueWords & 1;
+    const tableId = checkInteger('tableId', options.tableId, 0, 1 << 20);
+    const slots = Math.max(8, Math.ceil(capacity / kMaxLoad));
+    const g = geometry(slots, wordsFor(maxKeyBytes), valueWords);
+    const buffer = new SharedArrayBuffer(g.totalWords * 4);
+    const hdr = new Int32Array(buffer, 0, kHeaderWords);
+    hdr[kHdrVersion] = kTableVersion;
+    hdr[kHdrSlots] = slots;
+    hdr[kHdrKeyWords] = g.keyWords;
+    hdr[kHdrValueWords] = valueWords;
+    hdr[kHdrSeed] = options.seed ?? randomInt(0, 2 ** 31);
+    hdr[kHdrTableId] = tableId;
+    Atomics.store(hdr, kHdrMagic, kTableMagic);
+    return new ShmTable(buffer, roster);
+  }
+
+  static attach(descriptor: TableDescriptor, roster: Roster): ShmTable {
+    if (descriptor?.kind !== 'native-free-shm/table' || !(descriptor.buffer instanceof SharedArrayBuffer)) {
+      throw new ShmError('shm_bad_descriptor', 'not a table descriptor');
+    }
+    return new ShmTable(descriptor.buffer, roster);
+  }
+
+  private constructor(buffer: SharedArrayBuffer, roster: Roster) {
+    const hdr = new Int32Array(buffer, 0, kHeaderWords);
+    if (Atomics.load(hdr, kHdrMagic) !== kTableMagic || hdr[kHdrVersion] !== kTableVersion) {
+      throw new ShmError('shm_bad_descriptor', 'table magic or version mismatch');
+    }
+    this.#buf = buffer;
+    this.#roster = roster;
+    this.slots = hdr[kHdrSlots];
+    this.keyWords = hdr[kHdrKeyWords];
+    this.valueWords = hdr[kHdrValueWords];
+    this.seed = hdr[kHdrSeed];
+    this.tableId = hdr[kHdrTableId];
+    this.#g = geometry(this.slots, this.keyWords, this.valueWords);
+    this.i32 = new Int32Array(buffer);
+    this.f64 = new Float64Array(buffer, 0, buffer.byteLength >>> 3);
+    roster.register(this);
+  }
+
+  get descriptor(): TableDescriptor {
+    return { kind: 'native-free-shm/table', buffer: this.#buf };
+  }
+
+  get byteLength(): number {
+    return this.#buf.byteLength;
+  }
+
+  /** The table's seeded hash of a key held in `key` (zero-padded to a whole word). */
+  hash(key: Int32Array, byteLength: number): number {
+    return hashWords(key, wordsFor(byteLength), byteLength, this.seed);
+  }
+
+  #home(hash: number): number {
+    return Math.floor(((hash >>> 0) * this.slots) / 4294967296);
+  }
+
+  /** Index of a slot's control word in `i32` (for Atomics.waitAsync / notify). */
+  ctlIndex(slot: number): number {
+    return this.#g.metaBase + slot * kMetaStride + kMetaCtl;
+  }
+
+  /** The slot's control word, read atomically. */
+  ctl(slot: number): number {
+    return Atomics.load(this.i32, this.#g.metaBase + slot * kMetaStride);
+  }
+
+  /** Index of value word 0 of `slot` in `i32` (even: halve it for `f64`). */
+  valueIndex(slot: number): number {
+    return this.#g.valueBase + slot * this.#g.valueWords;
+  }
+
+  /** Index of key word 0 of `slot` in `i32`. */
+  keyIndex(slot: number): number {
+    return this.#g.keyBase + slot * this.#g.keyWords;
+  }
+
+  keyLength(slot: number): number {
+    return this.i32[this.#g.metaBase + slot * kMetaStride + kMetaLen];
+  }
+
+  /**
+   * Takes a free slot for `key`, writes the key and returns the slot (now WRITING, invisible to
+   * readers), or -1 when no slot is free. Fill the value, then `publish`. One claim at a time per thread.
+   */
+  claim(key: Int32Array, byteLength: number, hash: number, member: RosterMember): number {
+    const w = this.i32;
+    const { slots, metaBase, keyWords, keyBase, distBase } = this.#g;
+    const home = this.#home(hash);
+    const words = wordsFor(byteLength);
+    let i = home;
+    for (let d = 0; d < slots;) {
+      const m = metaBase + i * kMetaStride;
+      const c = Atomics.load(w, m);
+      const state = c & kStateMask;
+      if (state === kEmpty || state === kTombstone) {
+        this.#roster.setIntent(member, this.tableId, i, c);
+        if (Atomics.compareExchange(w, m, c, (member.index << kSeqShift) | kWriting) === c) {
+          w[m + kMetaHash] = hash;
+          w[m + kMetaLen] = byteLength;
+          const k = keyBase + i * keyWords;
+          for (let j = 0; j < words; j++) w[k + j] = key[j];
+          // Lookups of this home must reach distance d before the row becomes visible.
+          const want = d + 1;
+          let cur = Atomics.load(w, distBase + home);
+          while (cur < want) {
+            const prev = Atomics.compareExchange(w, distBase + home, cur, want);
+            if (prev === cur) break;
+            cur = prev;
+          }
+          this.#claimFrom = c;
+          return i;
+        }
+        continue; // the slot changed under us: look at it again
+      }
+      d++;
+      if (++i === slots) i = 0;
+    }
+    this.#roster.clearIntent(member);
+    return -1;
+  }
+
+  /** Makes the claimed row visible. Returns its control word: the row's identity for remove/raise. */
+  publish(slot: number, member: RosterMember): number {
+    const seq = ((this.#claimFrom >>> kSeqShift) + 1) & kSeqMask;
+    const ctl = (seq << kSeqShift) | kLive;
+    Atomics.store(this.i32, this.#g.metaBase + slot * kMetaStride, ctl);
+    this.#roster.clearIntent(member);
+    return ctl;
+  }
+
+  /** Gives back a claimed slot without publishing it. */
+  abandon(slot: number, member: RosterMember): void {
+    const seq = ((this.#claimFrom >>> kSeqShift) + 2) & kSeqMask;
+    Atomics.store(this.i32, this.#g.metaBase + slot * kMetaStride, (seq << kSeqShift) | kTombstone);
+    this.#roster.clearIntent(member);
+  }
+
+  /** First live row with this key, or -1. `matchCtl` holds its control word. */
+  find(key: Int32Array, byteLength: number, hash: number): number {
+    const home = this.#home(hash);
+    const limit = Atomics.load(this.i32, this.#g.distBase + home);
+    if (limit === 0) return -1;
+    this.#cKey = key;
+    this.#cLen = byteLength;
+    this.#cHash = hash;
+    this.#cHome = home;
+    this.#cDist = 0;
+    this.#cLimit = limit;
+    return this.#scan();
+  }
+
+  /** Next live row with the key of the last `find`, or -1. */
+  next(): number {
+    return this.#scan();
+  }
+
+  #scan(): number {
+    const w = this.i32;
+    const { slots, metaBase, keyBase, keyWords } = this.#g;
+    const key = this.#cKey;
+    const len = this.#cLen;
+    const hash = this.#cHash;
+    const limit = this.#cLimit;
+    const words = wordsFor(len);
+    let d = this.#cDist;
+    let i = this.#cHome + d;
+    if (i >= slots) i -= slots;
+    while (d < limit) {
+      const m = metaBase + i * kMetaStride;
+      const c1 = Atomics.load(w, m);
+      const state = c1 & kStateMask;
+      if (state === kEmpty) break; // nothing was ever placed at or beyond a never-used slot
+      if (state === kLive && w[m + kMetaHash] === hash && w[m + kMetaLen] === len) {
+        const k = keyBase + i * keyWords;
+        let j = 0;
+        while (j < words && w[k + j] === key[j]) j++;
+        if (j === words) {
+          const c2 = Atomics.load(w, m);
+          if (((c1 ^ c2) & kIdentityMask) === 0) {
+            this.#cDist = d + 1;
+            this.matchCtl = c2;
+            return i;
+          }
+          continue; // replaced while we compared: look again
+        }
+      }
+      d++;
+      if (++i === slots) i = 0;
+    }
+    this.#cDist = limit;
+    return -1;
+  }
+
+  /**
+   * Deletes the row if it is still the incarnation `ctl` names. Returns the control word it
+   * replaced (non-zero: carries the flag bits) or 0 if the row was already gone.
+   */
+  remove(slot: number, ctl: number): number {
+    const w = this.i32;
+    const m = this.#g.metaBase + slot * kMetaStride;
+    for (;;) {
+      const c = Atomics.load(w, m);
+      if (((c ^ ctl) & kIdentityMask) !== 0) return 0;
+      const t = ((((c >>> kSeqShift) + 1) & kSeqMask) << kSeqShift) | kTombstone;
+      if (Atomics.compareExchange(w, m, c, t) === c) {
+        if ((c & kWaitedBit) !== 0) Atomics.notify(w, m);
+        return c;
+      }
+    }
+  }
+
+  /** Sets `kFlagBit` on the row if it is still the incarnation `ctl` names; wakes waiters. */
+  raise(slot: number, ctl: number): boolean {
+    const w = this.i32;
+    const m = this.#g.metaBase + slot * kMetaStride;
+    for (;;) {
+      const c = Atomics.load(w, m);
+      if (((c ^ ctl) & kIdentityMask) !== 0 || (c & kFlagBit) !== 0) return false;
+      if (Atomics.compareExchange(w, m, c, c | kFlagBit) === c) {
+        Atomics.notify(w, m);
+        return true;
+      }
+    }
+  }
+
+  /**
+   * Marks the row as waited on (so removers notify) and returns the control word to wait on,
+   * or 0 if the row is gone.
+   */
+  markWaited(slot: number, ctl: number): number {
+    const w = this.i32;
+    const m = this.#g.metaBase + slot * kMetaStride;
+    for (;;) {
+      const c = Atomics.load(w, m);
+      if (((c ^ ctl) & kIdentityMask) !== 0) return 0;
+      if ((c & kWaitedBit) !== 0) return c;
+      if (Atomics.compareExchange(w, m, c, c | kWaitedBit) === c) return c | kWaitedBit;
+    }
+  }
+
+  /** Roster callback: undoes a dead writer's claim on `slot` if it still holds it. */
+  recoverIntent(slot: number, fromCtl: number, writerIndex: number): void {
+    if (slot < 0 || slot >= this.slots) return;
+    const m = this.#g.metaBase + slot * kMetaStride;
+    const held = (writerIndex << kSeqShift) | kWriting;
+    const seq = ((fromCtl >>> kSeqShift) + 2) & kSeqMask;
+    if (Atomics.compareExchange(this.i32, m, held, (seq << kSeqShift) | kTombstone) === held) {
+      this.onRecovered?.(slot);
+    }
+  }
+
+  /**
+   * Checks the structural invariants from a quiescent point (no writer running): every live row
+   * is reachable from its home within the recorded distance, and no slot is left WRITING.
+   * Returns a list of problems (empty when sound). For tests and diagnostics; O(slots).
+   */
+  verify(): string[] {
+    const problems: string[] = [];
+    const { slots, metaBase, distBase } = this.#g;
+    for (let i = 0; i < slots; i++) {
+      const m = metaBase + i * kMetaStride;
+      const c = Atomics.load(this.i32, m);
+      const state = c & kStateMask;
+      if (state === kWriting) problems.push(`slot ${i} is stuck WRITING (writer ${c >>> kSeqShift})`);
+      if (state !== kLive) continue;
+      const home = this.#home(this.i32[m + kMetaHash]);
+      const dist = i >= home ? i - home : i + slots - home;
+      if (dist >= Atomics.load(this.i32, distBase + home)) problems.push(`slot ${i} lies beyond its home's probe limit`);
+      for (let j = home; j !== i; j = j + 1 === slots ? 0 : j + 1) {
+        if ((Atomics.load(this.i32, metaBase + j * kMetaStride) & kStateMask) === kEmpty) {
+          problems.push(`slot ${i} is cut off from its home by a never-used slot ${j}`);
+          break;
+        }
+      }
+    }
+    return problems;
+  }
+
+  /** Live rows, counted by a scan. O(slots). */
+  countLive(): number {
+    let n = 0;
+    for (let i = 0; i < this.slots; i++) if ((this.ctl(i) & kStateMask) === kLive) n++;
+    return n;
+  }
+}
+
+export { kFlagBit, kLive, kStateMask, kWaitedBit, kIdentityMask, kTombstone, kWriting, kEmpty };

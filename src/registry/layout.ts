@@ -1,0 +1,38 @@
+/** Word offsets of the registry's state buffer (Int32), each hot word on its own 64-byte line. */
+export const kStateMagic = 0x534c4347; // 'SLCG'
+export const kStMagic = 0;
+/** Cancellation rows (approximate while writers race; exact at rest). */
+export const kStRows = 16;
+/** Tracked requests (the in-flight gauge and capacity check). */
+export const kStLive = 32;
+/** Insertion stamps of cancellation rows: the newest row of a key wins. */
+export const kStStamp = 48;
+/** Bumped by every cancellation-row delete: a scope found at quota stays at quota until it moves. */
+export const kStDeleteVersion = 64;
+/** Owner token of the thread running a global-cap reclaim, 0 when none. */
+export const kStReclaimLock = 80;
+export const kStBuckets = 96;
+
+/** Cancellation row values (Int32 words; cancelledAt is a Float64 over words 0-1). */
+export const kCvAt = 0;
+export const kCvStamp = 2;
+export const kCvScopeHash = 3;
+export const kCvReasonLen = 4;
+export const kCvReason = 5;
+
+/** In-flight row values. */
+export const kIvOwner = 0;
+
+/** Per-thread counters (Float64, summed over the roster). */
+export const kCtTracked = 0;
+export const kCtUntracked = 1;
+export const kCtTrackRefused = 2;
+export const kCtCancellations = 3;
+export const kCtCancellationsRefused = 4;
+export const kCtEvictions = 5;
+export const kCtExpired = 6;
+export const kCtInFlightSwept = 7;
+export const kCounterCount = 8;
+
+export const kTableInFlight = 0;
+export const kTableCancellations = 1;

@@ -1,0 +1,551 @@
+import type { Worker } from 'node:worker_threads';
+import { Roster, ShmTable, kLive, kStateMask } from '../../native-free-shm/index.js';
+import type { RosterDescriptor, RosterMember, TableDescriptor } from '../../native-free-shm/index.js';
+import { SluiceError } from '../errors.js';
+import { cancellationCleanupChannel, requestCancelledChannel } from '../telemetry/channels.js';
+import type { CancellationCleanupEvent, RequestCancelledEvent } from '../telemetry/channels.js';
+import { TrackHandle, kRefusedCapacity, kRefusedInvalidId, settleHandle } from './handle.js';
+import type { HandleRef, TrackRefusal } from './handle.js';
+import { KeyEncoder, kMaxKeyBytes, scopeEndOf, validRequestId } from './key.js';
+import type { RequestId } from './key.js';
+import {
+  kCounterCount, kCtCancellations, kCtCancellationsRefused, kCtEvictions, kCtExpired, kCtInFlightSwept, kCtTrackRefused,
+  kCtTracked, kCtUntracked, kCvAt, kCvReason, kCvReasonLen, kCvScopeHash, kCvStamp, kIvOwner, kStBuckets,
+  kStDeleteVersion, kStLive, kStMagic, kStReclaimLock, kStRows, kStStamp, kStateMagic, kTableCancellations, kTableInFlight,
+} from './layout.js';
+import { kMaxReasonBytes, sanitizeReason } from './reason.js';
+
+export interface RegistryOptions {
+  /** Global cap on cancellation rows: a memory backstop that evicts, never refuses. Default 10 000. */
+  maxRows?: number;
+  /** Per-scope quota on cancellation rows; past it `cancel` refuses. `Infinity` turns it off. Default 256. */
+  maxRowsPerScope?: number;
+  /** Concurrent tracked requests across every thread; past it `track` refuses. Default 65 536. */
+  inFlightCapacity?: number;
+  /** Threads that may attach at once (released entries are reused). Default 1024, at most 4096. */
+  maxThreads?: number;
+}
+
+/** Structured-cloneable: post it to any thread and `attachRegistry` it there. */
+export interface RegistryDescriptor {
+  readonly kind: 'sluice/registry';
+  readonly roster: RosterDescriptor;
+  readonly inFlight: TableDescriptor;
+  readonly cancellations: TableDescriptor;
+  readonly state: SharedArrayBuffer;
+  readonly maxRows: number;
+  readonly maxRowsPerScope: number;
+  readonly inFlightCapacity: number;
+  readonly buckets: number;
+}
+
+export type CancelResult =
+  | { readonly ok: true }
+  | { readonly ok: false; readonly error: 'cancellation_limit_reached' | 'invalid_request_id' };
+
+export interface CleanupResult {
+  /** Cancellation rows older than the TTL. */
+  removed: number;
+  /** In-flight rows whose owning thread had exited. */
+  inFlightRemoved: number;
+}
+
+/** Node-wide counts, from any thread. Totals are cumulative since the registry was created. */
+export interface RegistryCounters {
+  /** Requests tracked now. */
+  inFlight: number;
+  /** Cancellation rows held now. */
+  cancellationRows: number;
+  tracked: number;
+  untracked: number;
+  /** `track` refusals at capacity. */
+  trackRefused: number;
+  /** Cancellations recorded. */
+  cancellations: number;
+  /** `cancel` refusals by the per-scope quota. */
+  cancellationsRefused: number;
+  /** Rows evicted by the global cap. */
+  evictions: number;
+  /** Rows removed by `cleanup` for age. */
+  expired: number;
+  /** In-flight rows of exited threads removed by `cleanup`. */
+  inFlightSwept: number;
+}
+
+const kOk: CancelResult = Object.freeze({ ok: true });
+const kLimit: CancelResult = Object.freeze({ ok: false, error: 'cancellation_limit_reached' });
+const kInvalid: CancelResult = Object.freeze({ ok: false, error: 'invalid_request_id' });
+const kCancelValueWords = kCvReason + kMaxReasonBytes / 4;
+/** Scopes remembered as full, per thread, before the memo is dropped. */
+const kFullScopeMemo = 4096;
+const kDecoder = new TextDecoder();
+
+function checkCount(name: string, value: unknown, fallback: number, min: number, max: number, infinite = false): number {
+  if (value === undefined) return fallback;
+  if (infinite && value === Infinity) return Infinity;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    throw new SluiceError('invalid_option', `${name} must be an integer from ${min} to ${max}${infinite ? ' or Infinity' : ''}, got ${String(value)}`);
+  }
+  return value;
+}
+
+/** Allocates a registry in shared memory; the calling thread is attached to it. */
+export function createRegistry(options: RegistryOptions = {}): Registry {
+  if (options === null || typeof options !== 'object') throw new SluiceError('invalid_option', 'options must be an object');
+  const maxRows = checkCount('maxRows', options.maxRows, 10_000, 1, 10_000_000);
+  const maxRowsPerScope = checkCount('maxRowsPerScope', options.maxRowsPerScope, 256, 1, 10_000_000, true);
+  const inFlightCapacity = checkCount('inFlightCapacity', options.inFlightCapacity, 65_536, 1, 1 << 24);
+  const maxThreads = checkCount('maxThreads', options.maxThreads, 1024, 1, 4096);
+  const roster = Roster.create({ capacity: maxThreads, counters: kCounterCount });
+  const inFlight = ShmTable.create({ capacity: inFlightCapacity, maxKeyBytes: kMaxKeyBytes, valueWords: 2, tableId: kTableInFlight }, roster);
+  // One batch of slack: writers racing past the cap overshoot it before a reclaim catches up.
+  const cancellations = ShmTable.create({
+    capacity: maxRows + Math.max(16, Math.ceil(maxRows / 20)),
+    maxKeyBytes: kMaxKeyBytes,
+    valueWords: kCancelValueWords,
+    tableId: kTableCancellations,
+    seed: inFlight.seed, // one hash serves both tables
+  }, roster);
+  let buckets = 1024;
+  while (buckets < maxRows * 4) buckets *= 2;
+  const state = new SharedArrayBuffer((kStBuckets + buckets) * 4);
+  Atomics.store(new Int32Array(state), kStMagic, kStateMagic);
+  return new Registry({
+    kind: 'sluice/registry',
+    roster: roster.descriptor,
+    inFlight: inFlight.descriptor,
+    cancellations: cancellations.descriptor,
+    state,
+    maxRows,
+    maxRowsPerScope,
+    inFlightCapacity,
+    buckets,
+  });
+}
+
+/** Attaches the calling thread to a registry created elsewhere; the same registry, not a copy. */
+export function attachRegistry(descriptor: RegistryDescriptor): Registry {
+  return new Registry(descriptor);
+}
+
+/** Bytes of shared memory a registry with these options allocates. */
+export function registryByteLength(options: RegistryOptions = {}): number {
+  const maxRows = options.maxRows ?? 10_000;
+  const inFlightCapacity = options.inFlightCapacity ?? 65_536;
+  let buckets = 1024;
+  while (buckets < maxRows * 4) buckets *= 2;
+  return Roster.byteLength(options.maxThreads ?? 1024, kCounterCount)
+    + ShmTable.byteLength(inFlightCapacity, kMaxKeyBytes, 2)
+    + ShmTable.byteLength(maxRows + Math.max(16, Math.ceil(maxRows / 20)), kMaxKeyBytes, kCancelValueWords)
+    + (kStBuckets + buckets) * 4;
+}
+
+/**
+ * The cancellation registry (SPEC §3): cancellation rows and a multiset of in-flight rows keyed by
+ * (scope, id), in shared memory, usable from every thread that attaches it. Request path:
+ * `track` → run → `untrack` → `clear` (in a finally).
+ */
+export class Registry {
+  readonly descriptor: RegistryDescriptor;
+  readonly maxRows: number;
+  readonly maxRowsPerScope: number;
+  readonly inFlightCapacity: number;
+  readonly #roster: Roster;
+  readonly #inFlight: ShmTable;
+  readonly #cancels: ShmTable;
+  readonly #state: Int32Array;
+  readonly #bucketMask: number;
+  readonly #member: RosterMember;
+  readonly #counters: Float64Array;
+  readonly #cb: number;
+  readonly #enc: KeyEncoder;
+  readonly #reasonBytes = new Uint8Array(kMaxReasonBytes + 4);
+  readonly #reasonWords = new Int32Array(this.#reasonBytes.buffer);
+  readonly #encoder = new TextEncoder();
+  readonly #fullScopes = new Map<string, number>();
+
+  constructor(descriptor: RegistryDescriptor) {
+    if (descriptor?.kind !== 'sluice/registry' || !(descriptor.state instanceof SharedArrayBuffer)) {
+      throw new SluiceError('bad_descriptor', 'not a registry descriptor');
+    }
+    this.descriptor = descriptor;
+    this.maxRows = descriptor.maxRows;
+    this.maxRowsPerScope = descriptor.maxRowsPerScope;
+    this.inFlightCapacity = descriptor.inFlightCapacity;
+    this.#roster = Roster.attach(descriptor.roster);
+    this.#inFlight = ShmTable.attach(descriptor.inFlight, this.#roster);
+    this.#cancels = ShmTable.attach(descriptor.cancellations, this.#roster);
+    this.#state = new Int32Array(descriptor.state);
+    if (Atomics.load(this.#state, kStMagic) !== kStateMagic) throw new SluiceError('bad_descriptor', 'registry state magic mismatch');
+    this.#bucketMask = descriptor.buckets - 1;
+    this.#member = this.#roster.join();
+    this.#counters = this.#member.counters;
+    this.#cb = this.#member.counterBase;
+    this.#enc = new KeyEncoder(this.#inFlight.seed);
+    // A dead writer's claim, undone by release: give back what it had counted.
+    this.#inFlight.onRecovered = () => { Atomics.sub(this.#state, kStLive, 1); };
+    this.#cancels.onRecovered = () => { Atomics.sub(this.#state, kStRows, 1); };
+  }
+
+  /**
+   * Starts tracking a request. Returns its handle, or a refusal (`invalid_request_id`, or
+   * `in_flight_capacity_exhausted`: answer 503, never run it uncancellable). Throws only for a
+   * non-string scope (a programming error).
+   */
+  track(id: RequestId, scope: string): TrackHandle | TrackRefusal {
+    const enc = this.#enc;
+    if (!enc.encode(id, checkScope(scope))) return kRefusedInvalidId;
+    const state = this.#state;
+    if (Atomics.add(state, kStLive, 1) >= this.inFlightCapacity) {
+      Atomics.sub(state, kStLive, 1);
+      this.#counters[this.#cb + kCtTrackRefused]++;
+      return kRefusedCapacity;
+    }
+    const key = enc.key;
+    const table = this.#inFlight;
+    const slot = table.claim(key.words, key.length, table.hash(key.words, key.length), this.#member);
+    if (slot < 0) {
+      Atomics.sub(state, kStLive, 1);
+      this.#counters[this.#cb + kCtTrackRefused]++;
+      return kRefusedCapacity;
+    }
+    table.i32[table.valueIndex(slot) + kIvOwner] = this.#member.token;
+    const ctl = table.publish(slot, this.#member);
+    this.#counters[this.#cb + kCtTracked]++;
+    return new TrackHandle(table, slot, ctl, id, scope, this);
+  }
+
+  /** Stops tracking the handle's own row (a namesake's row stays). Idempotent. */
+  untrack(handle: TrackHandle): void {
+    const removed = this.#inFlight.remove(handle.slot, handle.ctl);
+    if (removed === 0) return;
+    settleHandle(handle, removed);
+    Atomics.sub(this.#state, kStLive, 1);
+    this.#counters[this.#cb + kCtUntracked]++;
+  }
+
+  /** A handle for a request tracked in another thread (from its `ref`), to poll or wait on here. */
+  adopt(ref: HandleRef): TrackHandle {
+    return new TrackHandle(this.#inFlight, ref.slot, ref.ctl, ref.id, ref.scope, this);
+  }
+
+  /** True while at least one request with this id is tracked in this scope. */
+  inFlight(id: unknown, scope: string): boolean {
+    const enc = this.#enc;
+    if (!enc.encode(id, checkScope(scope))) return false;
+    const key = enc.key;
+    const table = this.#inFlight;
+    return table.find(key.words, key.length, table.hash(key.words, key.length)) >= 0;
+  }
+
+  /**
+   * Records a cancellation of (scope, id) and raises the cancelled flag of every request tracked
+   * under that key now. Does not require the key to be in flight (the protocol handler checks that).
+   * A `null`/`undefined` id is a no-op. Refuses only past the per-scope quota, or for a bad id.
+   */
+  cancel(id: unknown, reason: unknown, scope: string): CancelResult {
+    if (id === null || id === undefined) return kOk;
+    const enc = this.#enc;
+    if (!enc.encode(id, checkScope(scope))) return kInvalid;
+    const state = this.#state;
+    const bucket = kStBuckets + (enc.scopeHash & this.#bucketMask);
+    if (this.maxRowsPerScope !== Infinity && Atomics.load(state, bucket) >= this.maxRowsPerScope && this.#scopeFull(scope)) {
+      this.#counters[this.#cb + kCtCancellationsRefused]++;
+      return kLimit;
+    }
+    if (Atomics.load(state, kStRows) >= this.maxRows) this.#reclaim(false);
+    const text = sanitizeReason(reason);
+    const reasonLength = text === undefined ? -1 : this.#encoder.encodeInto(text, this.#reasonBytes).written;
+    const table = this.#cancels;
+    const key = enc.key;
+    const hash = table.hash(key.words, key.length);
+    const stamp = (Atomics.add(state, kStStamp, 1) + 1) | 0;
+    Atomics.add(state, bucket, 1);
+    Atomics.add(state, kStRows, 1);
+    let slot = table.claim(key.words, key.length, hash, this.#member);
+    for (let tries = 0; slot < 0 && tries < 4; tries++) {
+      this.#reclaim(true);
+      slot = table.claim(key.words, key.length, hash, this.#member);
+    }
+    if (slot < 0) {
+      // Every slot is taken by writers that are mid-insert: nothing left to evict.
+      Atomics.sub(state, bucket, 1);
+      Atomics.sub(state, kStRows, 1);
+      this.#counters[this.#cb + kCtCancellationsRefused]++;
+      return kLimit;
+    }
+    const v = table.valueIndex(slot);
+    table.f64[(v + kCvAt) >>> 1] = Date.now();
+    const w = table.i32;
+    w[v + kCvStamp] = stamp;
+    w[v + kCvScopeHash] = enc.scopeHash;
+    w[v + kCvReasonLen] = reasonLength;
+    if (reasonLength > 0) {
+      const words = (reasonLength + 3) >>> 2;
+      for (let j = 0; j < words; j++) w[v + kCvReason + j] = this.#reasonWords[j];
+    }
+    const ctl = table.publish(slot, this.#member);
+    // Keep one row per key: the newest stamp wins, so racing cancels never both remove each other.
+    for (let s = table.find(key.words, key.length, hash); s >= 0; s = table.next()) {
+      if (s === slot) continue;
+      if (((w[table.valueIndex(s) + kCvStamp] - stamp) | 0) < 0) {
+        if (table.remove(s, table.matchCtl) !== 0) this.#rowGone(bucket);
+      } else {
+        if (table.remove(slot, ctl) !== 0) this.#rowGone(bucket);
+        break;
+      }
+    }
+    const inFlight = this.#inFlight;
+    for (let s = inFlight.find(key.words, key.length, hash); s >= 0; s = inFlight.next()) inFlight.raise(s, inFlight.matchCtl);
+    this.#counters[this.#cb + kCtCancellations]++;
+    if (requestCancelledChannel.hasSubscribers) {
+      const event: RequestCancelledEvent = { requestId: id as RequestId, scope, reason: text };
+      requestCancelledChannel.publish(event);
+    }
+    return kOk;
+  }
+
+  /** True when a cancellation row exists for (scope, id). */
+  cancelled(id: unknown, scope: string): boolean {
+    const enc = this.#enc;
+    if (!enc.encode(id, checkScope(scope))) return false;
+    const key = enc.key;
+    const table = this.#cancels;
+    return table.find(key.words, key.length, table.hash(key.words, key.length)) >= 0;
+  }
+
+  /** The sanitised reason of the cancellation row for (scope, id); undefined when none or no reason. */
+  reason(id: unknown, scope: string): string | undefined {
+    const enc = this.#enc;
+    if (!enc.encode(id, checkScope(scope))) return undefined;
+    const key = enc.key;
+    const table = this.#cancels;
+    const hash = table.hash(key.words, key.length);
+    for (let attempt = 0; attempt < 8; attempt++) {
+      const slot = table.find(key.words, key.length, hash);
+      if (slot < 0) return undefined;
+      const ctl = table.matchCtl;
+      const v = table.valueIndex(slot);
+      const length = table.i32[v + kCvReasonLen];
+      if (length < 0 || length > kMaxReasonBytes) return (table.ctl(slot) ^ ctl) === 0 ? undefined : this.reason(id, scope);
+      const words = (length + 3) >>> 2;
+      for (let j = 0; j < words; j++) this.#reasonWords[j] = table.i32[v + kCvReason + j];
+      // The row may have been replaced while we copied: only a still-current copy counts.
+      if (table.ctl(slot) === ctl) return kDecoder.decode(this.#reasonBytes.subarray(0, length));
+    }
+    return undefined;
+  }
+
+  /** Removes the cancellation row for (scope, id). Idempotent; writes nothing when there is none. */
+  clear(id: unknown, scope: string): void {
+    const enc = this.#enc;
+    if (!enc.encode(id, checkScope(scope))) return;
+    const key = enc.key;
+    const table = this.#cancels;
+    const bucket = kStBuckets + (enc.scopeHash & this.#bucketMask);
+    for (let s = table.find(key.words, key.length, table.hash(key.words, key.length)); s >= 0; s = table.next()) {
+      if (table.remove(s, table.matchCtl) !== 0) this.#rowGone(bucket);
+    }
+  }
+
+  /**
+   * Removes cancellation rows older than `ttlMs` (strictly) and in-flight rows whose owning thread
+   * has exited (see `watch`). Publishes `sluice:cancellation:cleanup`.
+   */
+  cleanup(ttlMs: number): CleanupResult {
+    if (typeof ttlMs !== 'number' || !(ttlMs >= 0)) throw new SluiceError('invalid_option', `ttlMs must be a number >= 0, got ${String(ttlMs)}`);
+    const now = Date.now();
+    let removed = 0;
+    const cancels = this.#cancels;
+    for (let s = 0; s < cancels.slots; s++) {
+      const c = cancels.ctl(s);
+      if ((c & kStateMask) !== kLive) continue;
+      const v = cancels.valueIndex(s);
+      if (now - cancels.f64[(v + kCvAt) >>> 1] > ttlMs && cancels.remove(s, c) !== 0) {
+        this.#rowGone(kStBuckets + (cancels.i32[v + kCvScopeHash] & this.#bucketMask));
+        removed++;
+      }
+    }
+    let inFlightRemoved = 0;
+    const inFlight = this.#inFlight;
+    for (let s = 0; s < inFlight.slots; s++) {
+      const c = inFlight.ctl(s);
+      if ((c & kStateMask) !== kLive) continue;
+      if (!this.#roster.alive(inFlight.i32[inFlight.valueIndex(s) + kIvOwner]) && inFlight.remove(s, c) !== 0) {
+        Atomics.sub(this.#state, kStLive, 1);
+        inFlightRemoved++;
+      }
+    }
+    this.#counters[this.#cb + kCtExpired] += removed;
+    this.#counters[this.#cb + kCtInFlightSwept] += inFlightRemoved;
+    const result: CleanupResult = { removed, inFlightRemoved };
+    if (cancellationCleanupChannel.hasSubscribers) {
+      const event: CancellationCleanupEvent = { removed, inFlightRemoved };
+      cancellationCleanupChannel.publish(event);
+    }
+    return result;
+  }
+
+  /**
+   * Runs `cleanup(ttlMs)` every `intervalMs` (defaults: 5 minutes, every 60 s) on an unref'd
+   * timer; returns a function that stops it. The supervisor runs one per node.
+   */
+  startJanitor(options: { intervalMs?: number; ttlMs?: number } = {}): () => void {
+    const intervalMs = checkCount('intervalMs', options.intervalMs, 60_000, 1, 2 ** 31 - 1);
+    const ttlMs = checkCount('ttlMs', options.ttlMs, 300_000, 0, Number.MAX_SAFE_INTEGER);
+    const timer = setInterval(() => this.cleanup(ttlMs), intervalMs);
+    timer.unref();
+    return () => clearInterval(timer);
+  }
+
+  /**
+   * Declares a thread gone (its Worker's `threadId`): undoes its unfinished writes now, and makes its
+   * in-flight rows collectable by the next `cleanup`. Call it from the thread that owns the Worker,
+   * or let `watch` do it.
+   */
+  threadExited(threadId: number): void {
+    this.#roster.release(threadId);
+  }
+
+  /** Calls `threadExited` when the worker exits, however it exits. */
+  watch(worker: Worker): void {
+    this.#roster.watch(worker);
+  }
+
+  /** Node-wide counts, from the shared counters (any thread). */
+  counters(): RegistryCounters {
+    const r = this.#roster;
+    return {
+      inFlight: Atomics.load(this.#state, kStLive),
+      cancellationRows: Atomics.load(this.#state, kStRows),
+      tracked: r.sum(kCtTracked),
+      untracked: r.sum(kCtUntracked),
+      trackRefused: r.sum(kCtTrackRefused),
+      cancellations: r.sum(kCtCancellations),
+      cancellationsRefused: r.sum(kCtCancellationsRefused),
+      evictions: r.sum(kCtEvictions),
+      expired: r.sum(kCtExpired),
+      inFlightSwept: r.sum(kCtInFlightSwept),
+    };
+  }
+
+  /** Rows counted by scanning the tables (O(capacity); for tests and diagnostics). */
+  scan(): { cancellationRows: number; inFlightRows: number } {
+    return { cancellationRows: this.#cancels.countLive(), inFlightRows: this.#inFlight.countLive() };
+  }
+
+  /** Structural check of both tables at rest (see `ShmTable.verify`); empty when sound. */
+  verify(): string[] {
+    return [...this.#inFlight.verify().map((p) => `in-flight: ${p}`), ...this.#cancels.verify().map((p) => `cancellations: ${p}`)];
+  }
+
+  #rowGone(bucket: number): void {
+    Atomics.sub(this.#state, bucket, 1);
+    Atomics.sub(this.#state, kStRows, 1);
+    Atomics.add(this.#state, kStDeleteVersion, 1);
+  }
+
+  /**
+   * The exact test behind the per-scope quota, taken only when the scope's hash bucket (shared by
+   * colliding scopes, so an upper bound) is at the quota. A scope found full is remembered until a
+   * row is deleted anywhere, so a flood against a full scope does not rescan.
+   */
+  #scopeFull(scope: string): boolean {
+    const version = Atomics.load(this.#state, kStDeleteVersion);
+    if (this.#fullScopes.get(scope) === version) return true;
+    const enc = this.#enc;
+    const prefix = enc.key.bytes;
+    const prefixLength = enc.scopeEnd;
+    const scopeHash = enc.scopeHash;
+    const table = this.#cancels;
+    const words = table.i32;
+    const bytes = new Uint8Array(words.buffer);
+    let count = 0;
+    for (let s = 0; s < table.slots && count < this.maxRowsPerScope; s++) {
+      if ((table.ctl(s) & kStateMask) !== kLive || words[table.valueIndex(s) + kCvScopeHash] !== scopeHash) continue;
+      const k = table.keyIndex(s) * 4;
+      let j = 0;
+      while (j < prefixLength && bytes[k + j] === prefix[j]) j++;
+      if (j === prefixLength) count++;
+    }
+    if (count < this.maxRowsPerScope) return false;
+    if (this.#fullScopes.size >= kFullScopeMemo) this.#fullScopes.clear();
+    this.#fullScopes.set(scope, version);
+    return true;
+  }
+
+  /**
+   * Global cap: evicts a batch of maxRows/20 rows, largest scope first and oldest first within
+   * it, spilling into the next largest; equal sizes fall back to age, then scope and id bytes.
+   * One thread reclaims at a time; others go on (the cap is a backstop, overshoot is bounded by
+   * the number of racing writers). `force` waits for no one: the table had no free slot.
+   */
+  #reclaim(force: boolean): void {
+    const state = this.#state;
+    const token = this.#member.token;
+    if (Atomics.compareExchange(state, kStReclaimLock, 0, token) !== 0) {
+      const holder = Atomics.load(state, kStReclaimLock);
+      const stale = holder !== 0 && !this.#roster.alive(holder);
+      if (!(stale && Atomics.compareExchange(state, kStReclaimLock, holder, token) === holder) && !force) return;
+    }
+    try {
+      const table = this.#cancels;
+      const bytes = new Uint8Array(table.i32.buffer);
+      interface Row { slot: number; ctl: number; at: number; scope: string; id: string }
+      const rows: Row[] = [];
+      const sizes = new Map<string, number>();
+      for (let s = 0; s < table.slots; s++) {
+        const ctl = table.ctl(s);
+        if ((ctl & kStateMask) !== kLive) continue;
+        const k = table.keyIndex(s) * 4;
+        const scopeEnd = scopeEndOf(bytes, k);
+        // Latin-1 strings of the raw bytes compare bytewise with `<`.
+        const scope = String.fromCharCode(...bytes.subarray(k, k + scopeEnd));
+        const id = String.fromCharCode(...bytes.subarray(k + scopeEnd, k + table.keyLength(s)));
+        const at = table.f64[(table.valueIndex(s) + kCvAt) >>> 1];
+        if (table.ctl(s) !== ctl) continue;
+        rows.push({ slot: s, ctl, at, scope, id });
+        sizes.set(scope, (sizes.get(scope) ?? 0) + 1);
+      }
+      rows.sort((a, b) => {
+        const bySize = (sizes.get(b.scope) ?? 0) - (sizes.get(a.scope) ?? 0);
+        if (bySize !== 0) return bySize;
+        if (a.at !== b.at) return a.at - b.at;
+        if (a.scope !== b.scope) return a.scope < b.scope ? -1 : 1;
+        return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+      });
+      const batch = Math.max(1, Math.floor(this.maxRows / 20));
+      let evicted = 0;
+      for (let i = 0; i < rows.length && evicted < batch; i++) {
+        const row = rows[i];
+        if (table.remove(row.slot, row.ctl) !== 0) {
+          this.#rowGone(kStBuckets + (table.i32[table.valueIndex(row.slot) + kCvScopeHash] & this.#bucketMask));
+          evicted++;
+        }
+      }
+      this.#counters[this.#cb + kCtEvictions] += evicted;
+    } finally {
+      Atomics.compareExchange(state, kStReclaimLock, token, 0);
+    }
+  }
+
+  /** Test seam: records a row with a chosen timestamp, as `cancel` would (no in-flight gate). */
+  seedCancellation(id: RequestId, scope: string, cancelledAt: number, reason?: string): CancelResult {
+    const result = this.cancel(id, reason, scope);
+    if (!result.ok) return result;
+    const enc = this.#enc;
+    enc.encode(id, scope);
+    const key = enc.key;
+    const table = this.#cancels;
+    const slot = table.find(key.words, key.length, table.hash(key.words, key.length));
+    if (slot >= 0) table.f64[(table.valueIndex(slot) + kCvAt) >>> 1] = cancelledAt;
+    return result;
+  }
+}
+
+function checkScope(scope: unknown): string {
+  if (typeof scope !== 'string') throw new SluiceError('invalid_scope', `scope must be a string, got ${typeof scope}`);
+  return scope;
+}
+
+export { validRequestId };

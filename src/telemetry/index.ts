@@ -1,0 +1,4 @@
+export {
+  requestCancelledChannel, cancellationCleanupChannel, requestStopChannel, requestKilledChannel,
+} from './channels.js';
+export type { RequestCancelledEvent, CancellationCleanupEvent } from './channels.js';
