@@ -8,7 +8,7 @@ export type { TableOptions, TableDescriptor, RecoveredHook } from './table.js';
 export { Roster } from './roster.js';
 export type { RosterDescriptor, RosterOptions, RosterMember, IntentRecoverer } from './roster.js';
 export { KeyScratch } from './key-scratch.js';
-export { hashWords, wordsFor } from './hash.js';
+export { hashWords, mixWords, finishHash, wordsFor } from './hash.js';
 export { ShmError } from './errors.js';
 export type { ShmErrorCode } from './errors.js';
 export {

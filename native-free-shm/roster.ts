@@ -62,6 +62,7 @@ export class Roster {
   readonly #counterStride: number;
   readonly #counterCount: number;
   readonly #recoverers = new Map<number, IntentRecoverer>();
+  readonly #releaseHooks: Array<(index: number) => void> = [];
 
   static byteLength(capacity: number, counters: number): number {
     const stride = counters === 0 ? 0 : Math.ceil(counters / kCounterPad) * kCounterPad;
@@ -109,6 +110,19 @@ export class Roster {
   /** Registers a table in this thread so that `release` can undo a dead writer's claim on it. */
   register(recoverer: IntentRecoverer): void {
     this.#recoverers.set(recoverer.tableId, recoverer);
+  }
+
+  /**
+   * Runs `hook(index)` in this thread whenever this thread releases an entry, after the entry's
+   * claim was undone and before it is reused: the place to give back what the dead member held.
+   */
+  onRelease(hook: (index: number) => void): void {
+    this.#releaseHooks.push(hook);
+  }
+
+  /** Index of counter 0 of entry `index` in a member's `counters` array. */
+  counterBaseOf(index: number): number {
+    return index * this.#counterStride;
   }
 
   /**
@@ -177,6 +191,7 @@ export class Roster {
         table?.recoverIntent(slot, Atomics.load(this.#i32, at + kEntryIntentFrom), i);
         Atomics.store(this.#i32, at + kEntryIntentSlot, -1);
       }
+      for (const hook of this.#releaseHooks) hook(i);
       Atomics.add(this.#i32, at + kEntryGen, 1);
       Atomics.store(this.#i32, at + kEntryOwner, 0);
       released++;

@@ -198,7 +198,8 @@ export class ShmTable implements IntentRecoverer {
     let i = home;
     for (let d = 0; d < slots;) {
       const m = metaBase + i * kMetaStride;
-      const c = Atomics.load(w, m);
+      // A plain read is enough to choose a candidate: the compare-and-swap below validates it.
+      const c = w[m];
       const state = c & kStateMask;
       if (state === kEmpty || state === kTombstone) {
         this.#roster.setIntent(member, this.tableId, i, c);
@@ -208,8 +209,9 @@ export class ShmTable implements IntentRecoverer {
           const k = keyBase + i * keyWords;
           for (let j = 0; j < words; j++) w[k + j] = key[j];
           // Lookups of this home must reach distance d before the row becomes visible.
+          // (The distance only grows, so a plain read that already shows `want` is not stale.)
           const want = d + 1;
-          let cur = Atomics.load(w, distBase + home);
+          let cur = w[distBase + home];
           while (cur < want) {
             const prev = Atomics.compareExchange(w, distBase + home, cur, want);
             if (prev === cur) break;
@@ -306,13 +308,20 @@ export class ShmTable implements IntentRecoverer {
   remove(slot: number, ctl: number): number {
     const w = this.i32;
     const m = this.#g.metaBase + slot * kMetaStride;
+    const t = ((((ctl >>> kSeqShift) + 1) & kSeqMask) << kSeqShift) | kTombstone;
+    // First guess: the word is still exactly `ctl` (no flag raised), which saves a load.
+    let c = Atomics.compareExchange(w, m, ctl, t);
+    if (c === ctl) {
+      if ((c & kWaitedBit) !== 0) Atomics.notify(w, m);
+      return c;
+    }
     for (;;) {
-      const c = Atomics.load(w, m);
       if (((c ^ ctl) & kIdentityMask) !== 0) return 0;
-      const t = ((((c >>> kSeqShift) + 1) & kSeqMask) << kSeqShift) | kTombstone;
-      if (Atomics.compareExchange(w, m, c, t) === c) {
-        if ((c & kWaitedBit) !== 0) Atomics.notify(w, m);
-        return c;
+      const seen = c;
+      c = Atomics.compareExchange(w, m, seen, t);
+      if (c === seen) {
+        if ((seen & kWaitedBit) !== 0) Atomics.notify(w, m);
+        return seen;
       }
     }
   }

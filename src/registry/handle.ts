@@ -8,6 +8,13 @@ export interface ReasonSource {
   reason(id: RequestId, scope: string): string | undefined;
 }
 
+/** Shared by every handle of one registry in one thread, so a handle itself stays small. */
+export interface HandleContext {
+  readonly table: ShmTable;
+  readonly words: Int32Array;
+  readonly reasons: ReasonSource;
+}
+
 /** A structured-cloneable reference to a tracked request, for `Registry.adopt` in another thread. */
 export interface HandleRef {
   readonly slot: number;
@@ -32,16 +39,12 @@ let settle: (handle: TrackHandle, removedCtl: number) => void;
  * control word, valid from any thread (`adopt` a `ref` elsewhere); `signal` fires without polling.
  */
 export class TrackHandle {
-  readonly ok = true as const;
   readonly id: RequestId;
   readonly scope: string;
   /** The row's slot and its control word when published: the row's identity. */
   readonly slot: number;
   readonly ctl: number;
-  readonly #table: ShmTable;
-  readonly #words: Int32Array;
-  readonly #at: number;
-  readonly #reasons: ReasonSource;
+  readonly #ctx: HandleContext;
   /** Whether the row was cancelled when it was last seen (kept after the row is gone). */
   #flagged = false;
   #reason: string | undefined;
@@ -53,20 +56,23 @@ export class TrackHandle {
     };
   }
 
-  constructor(table: ShmTable, slot: number, ctl: number, id: RequestId, scope: string, reasons: ReasonSource) {
-    this.#table = table;
-    this.#words = table.i32;
-    this.#at = table.ctlIndex(slot);
-    this.#reasons = reasons;
+  constructor(ctx: HandleContext, slot: number, ctl: number, id: RequestId, scope: string) {
+    this.#ctx = ctx;
     this.slot = slot;
     this.ctl = ctl;
     this.id = id;
     this.scope = scope;
   }
 
+  /** Tells a handle from a refusal. */
+  get ok(): true {
+    return true;
+  }
+
   /** True once a cancellation was recorded for this request. One `Atomics.load`. */
   get cancelled(): boolean {
-    const c = Atomics.load(this.#words, this.#at);
+    const ctx = this.#ctx;
+    const c = Atomics.load(ctx.words, ctx.table.ctlIndex(this.slot));
     if (((c ^ this.ctl) & kIdentityMask) !== 0) return this.#flagged; // row gone: what we last knew
     if ((c & kFlagBit) === 0) return false;
     this.#flagged = true;
@@ -75,7 +81,7 @@ export class TrackHandle {
 
   /** The sanitised reason given with the cancellation, if any (read once the request is cancelled). */
   get reason(): string | undefined {
-    if (this.#reason === undefined && this.cancelled) this.#reason = this.#reasons.reason(this.id, this.scope);
+    if (this.#reason === undefined && this.cancelled) this.#reason = this.#ctx.reasons.reason(this.id, this.scope);
     return this.#reason;
   }
 
@@ -98,15 +104,17 @@ export class TrackHandle {
 
   #watch(): AbortController {
     const controller = new AbortController();
+    const { table, words } = this.#ctx;
+    const at = table.ctlIndex(this.slot);
     const step = (): void => {
       for (;;) {
-        const value = this.#table.markWaited(this.slot, this.ctl);
+        const value = table.markWaited(this.slot, this.ctl);
         if (value === 0 || (value & kFlagBit) !== 0) {
           if (value !== 0) this.#flagged = true;
           if (this.#flagged) controller.abort(new CancelledError(this.reason));
           return; // cancelled, or the row is gone: nothing more to wait for
         }
-        const wait = Atomics.waitAsync(this.#words, this.#at, value);
+        const wait = Atomics.waitAsync(words, at, value);
         if (wait.async) {
           void wait.value.then(step);
           return;

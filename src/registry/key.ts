@@ -1,15 +1,20 @@
 import { createHash } from 'node:crypto';
-import { KeyScratch, hashWords, wordsFor } from '../../native-free-shm/index.js';
+import { KeyScratch, finishHash, mixWords, wordsFor } from '../../native-free-shm/index.js';
 
 /** Longest string request id, in UTF-8 bytes. */
 export const kMaxIdBytes = 256;
 /** Longest scope stored as is, in UTF-8 bytes; a longer one is stored as its SHA-256. */
 export const kMaxScopeBytes = 256;
-/** Key layout: [scope length: 2 bytes, bit 15 = digest][scope bytes][id tag: 1 byte][id bytes]. */
-export const kMaxKeyBytes = 2 + kMaxScopeBytes + 1 + kMaxIdBytes;
+/**
+ * Key layout, word-aligned so the scope part is hashed once per scope and integer ids are two words:
+ * [header: scope length in bytes, bit 15 = digest, 2 bytes + 2 zero][scope bytes, zero-padded to 4]
+ * [id tag: 1 = integer, 2 = string, 1 byte + 3 zero][integer: float64 bits | string: UTF-8 bytes].
+ */
+export const kMaxKeyBytes = 4 + kMaxScopeBytes + 4 + kMaxIdBytes;
 const kDigestFlag = 0x8000;
 const kTagInteger = 1;
 const kTagString = 2;
+const kScopeHashSalt = 0x5bd1e995;
 
 /** A JSON-RPC request id the registry accepts: a safe integer, or a string of at most 256 UTF-8 bytes. */
 export type RequestId = number | string;
@@ -53,28 +58,35 @@ function writeWtf8(text: string, bytes: Uint8Array, at: number, limit: number): 
   return o;
 }
 
+const checkBytes = new Uint8Array(kMaxIdBytes);
+
 /** True for the ids the registry accepts (SPEC §3). `42` and `"42"` are both valid and distinct. */
 export function validRequestId(id: unknown): id is RequestId {
   if (typeof id === 'number') return Number.isSafeInteger(id);
   if (typeof id !== 'string') return false;
   if (id.length > kMaxIdBytes) return false; // every UTF-16 unit is at least one byte
   if (id.length * 3 <= kMaxIdBytes) return true;
-  return writeWtf8(id, scratchForCheck, 0, kMaxIdBytes) !== -1;
+  return writeWtf8(id, checkBytes, 0, kMaxIdBytes) !== -1;
 }
-const scratchForCheck = new Uint8Array(kMaxIdBytes);
 
 /**
- * Turns (id, scope) into key bytes in a reusable scratch buffer. One per thread and registry; the
- * last scope's bytes and hash are kept, since consecutive requests usually share a scope.
+ * Turns (id, scope) into key bytes in a reusable scratch buffer and hashes them. One per thread and
+ * registry; the last scope's bytes and hash state are kept, since consecutive requests usually share
+ * a scope, and encoding the same key twice in a row (untrack then clear) costs nothing.
  */
 export class KeyEncoder {
   readonly key = new KeyScratch(kMaxKeyBytes);
+  /** The tables' seeded hash of the current key (both tables share the seed). */
+  hash = 0;
   readonly #seed: number;
   readonly #f64 = new Float64Array(1);
-  readonly #f64Bytes = new Uint8Array(this.#f64.buffer);
+  readonly #f64Words = new Int32Array(this.#f64.buffer);
   #scope: string | undefined;
-  #scopeEnd = 0;
+  #scopeWords = 0;
+  #scopeState = 0;
   #scopeHash = 0;
+  #id: unknown = undefined;
+  #valid = false;
 
   constructor(seed: number) {
     this.#seed = seed;
@@ -85,64 +97,68 @@ export class KeyEncoder {
     return this.#scopeHash;
   }
 
-  /** Bytes of the length field plus the stored scope: the key prefix every row of the scope shares. */
+  /** Bytes of the header plus the padded scope: the key prefix every row of the scope shares. */
   get scopeEnd(): number {
-    return this.#scopeEnd;
+    return this.#scopeWords * 4;
   }
 
   /** Encodes the key. False when `id` is not a valid request id. `scope` must be a string. */
   encode(id: unknown, scope: string): boolean {
-    const bytes = this.key.bytes;
+    if (id === this.#id && scope === this.#scope && id !== undefined) return this.#valid;
+    this.#id = id;
+    this.#valid = false;
     if (scope !== this.#scope) this.#encodeScope(scope);
-    let o = this.#scopeEnd;
+    const words = this.key.words;
+    const at = this.#scopeWords;
+    let length: number;
     if (typeof id === 'number') {
       if (!Number.isSafeInteger(id)) return false;
-      bytes[o++] = kTagInteger;
       this.#f64[0] = id + 0; // -0 and 0 are one id
-      const b = this.#f64Bytes;
-      bytes[o] = b[0]; bytes[o + 1] = b[1]; bytes[o + 2] = b[2]; bytes[o + 3] = b[3];
-      bytes[o + 4] = b[4]; bytes[o + 5] = b[5]; bytes[o + 6] = b[6]; bytes[o + 7] = b[7];
-      o += 8;
+      words[at] = kTagInteger;
+      words[at + 1] = this.#f64Words[0];
+      words[at + 2] = this.#f64Words[1];
+      length = (at + 3) * 4;
+      this.key.length = length;
     } else if (typeof id === 'string') {
-      bytes[o++] = kTagString;
       if (id.length > kMaxIdBytes) return false;
-      o = writeWtf8(id, bytes, o, o + kMaxIdBytes);
-      if (o === -1) return false;
+      words[at] = kTagString;
+      const start = (at + 1) * 4;
+      const end = writeWtf8(id, this.key.bytes, start, start + kMaxIdBytes);
+      if (end === -1) return false;
+      this.key.seal(end);
+      length = end;
     } else {
       return false;
     }
-    this.key.seal(o);
+    this.hash = finishHash(mixWords(this.#scopeState, words, at, wordsFor(length)), length);
+    this.#valid = true;
     return true;
   }
 
   #encodeScope(scope: string): void {
     const bytes = this.key.bytes;
-    let end = writeWtf8(scope, bytes, 2, 2 + kMaxScopeBytes);
+    let end = writeWtf8(scope, bytes, 4, 4 + kMaxScopeBytes);
     let header: number;
     if (end === -1) {
       const digest = createHash('sha256').update(scope).digest();
-      bytes.set(digest, 2);
-      end = 2 + digest.length;
+      bytes.set(digest, 4);
+      end = 4 + digest.length;
       header = kDigestFlag | digest.length;
     } else {
-      header = end - 2;
+      header = end - 4;
     }
-    bytes[0] = header & 0xff;
-    bytes[1] = header >>> 8;
     this.key.seal(end);
-    this.#scopeHash = hashWords(this.key.words, wordsFor(end), end, this.#seed ^ 0x5bd1e995);
+    this.key.words[0] = header;
+    const scopeWords = wordsFor(end);
+    this.#scopeWords = scopeWords;
+    this.#scopeState = mixWords(this.#seed, this.key.words, 0, scopeWords);
+    this.#scopeHash = finishHash(mixWords(this.#seed ^ kScopeHashSalt, this.key.words, 0, scopeWords), end);
     this.#scope = scope;
-    this.#scopeEnd = end;
   }
 }
 
-/** Reads the id back out of key bytes (for diagnostics and eviction order). */
-export function idBytesOf(bytes: Uint8Array, length: number): Uint8Array {
-  const scopeEnd = 2 + (((bytes[1] << 8) | bytes[0]) & 0x7fff);
-  return bytes.subarray(scopeEnd, length);
-}
-
-/** Bytes of the length header plus the scope, from a key's first two bytes. */
+/** Bytes of the header plus the padded scope, read from a key's header word. */
 export function scopeEndOf(bytes: Uint8Array, at = 0): number {
-  return 2 + (((bytes[at + 1] << 8) | bytes[at]) & 0x7fff);
+  const scopeBytes = ((bytes[at + 1] << 8) | bytes[at]) & 0x7fff;
+  return 4 + ((scopeBytes + 3) & ~3);
 }

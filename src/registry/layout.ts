@@ -3,8 +3,8 @@ export const kStateMagic = 0x534c4347; // 'SLCG'
 export const kStMagic = 0;
 /** Cancellation rows (approximate while writers race; exact at rest). */
 export const kStRows = 16;
-/** Tracked requests (the in-flight gauge and capacity check). */
-export const kStLive = 32;
+/** In-flight capacity not handed out to any thread (threads take it in chunks: see Registry.track). */
+export const kStPool = 32;
 /** Insertion stamps of cancellation rows: the newest row of a key wins. */
 export const kStStamp = 48;
 /** Bumped by every cancellation-row delete: a scope found at quota stays at quota until it moves. */
@@ -32,7 +32,9 @@ export const kCtCancellationsRefused = 4;
 export const kCtEvictions = 5;
 export const kCtExpired = 6;
 export const kCtInFlightSwept = 7;
-export const kCounterCount = 8;
+/** In-flight capacity this thread holds (not a count: a balance, given back on release). */
+export const kCtAllowance = 8;
+export const kCounterCount = 9;
 
 export const kTableInFlight = 0;
 export const kTableCancellations = 1;

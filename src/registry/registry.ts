@@ -5,13 +5,13 @@ import { SluiceError } from '../errors.js';
 import { cancellationCleanupChannel, requestCancelledChannel } from '../telemetry/channels.js';
 import type { CancellationCleanupEvent, RequestCancelledEvent } from '../telemetry/channels.js';
 import { TrackHandle, kRefusedCapacity, kRefusedInvalidId, settleHandle } from './handle.js';
-import type { HandleRef, TrackRefusal } from './handle.js';
+import type { HandleContext, HandleRef, TrackRefusal } from './handle.js';
 import { KeyEncoder, kMaxKeyBytes, scopeEndOf, validRequestId } from './key.js';
 import type { RequestId } from './key.js';
 import {
-  kCounterCount, kCtCancellations, kCtCancellationsRefused, kCtEvictions, kCtExpired, kCtInFlightSwept, kCtTrackRefused,
+  kCounterCount, kCtAllowance, kCtCancellations, kCtCancellationsRefused, kCtEvictions, kCtExpired, kCtInFlightSwept, kCtTrackRefused,
   kCtTracked, kCtUntracked, kCvAt, kCvReason, kCvReasonLen, kCvScopeHash, kCvStamp, kIvOwner, kStBuckets,
-  kStDeleteVersion, kStLive, kStMagic, kStReclaimLock, kStRows, kStStamp, kStateMagic, kTableCancellations, kTableInFlight,
+  kStDeleteVersion, kStPool, kStMagic, kStReclaimLock, kStRows, kStStamp, kStateMagic, kTableCancellations, kTableInFlight,
 } from './layout.js';
 import { kMaxReasonBytes, sanitizeReason } from './reason.js';
 
@@ -52,7 +52,7 @@ export interface CleanupResult {
 
 /** Node-wide counts, from any thread. Totals are cumulative since the registry was created. */
 export interface RegistryCounters {
-  /** Requests tracked now. */
+  /** Requests tracked now (counted by a scan). */
   inFlight: number;
   /** Cancellation rows held now. */
   cancellationRows: number;
@@ -109,7 +109,9 @@ export function createRegistry(options: RegistryOptions = {}): Registry {
   let buckets = 1024;
   while (buckets < maxRows * 4) buckets *= 2;
   const state = new SharedArrayBuffer((kStBuckets + buckets) * 4);
-  Atomics.store(new Int32Array(state), kStMagic, kStateMagic);
+  const words = new Int32Array(state);
+  words[kStPool] = inFlightCapacity;
+  Atomics.store(words, kStMagic, kStateMagic);
   return new Registry({
     kind: 'sluice/registry',
     roster: roster.descriptor,
@@ -163,6 +165,9 @@ export class Registry {
   readonly #reasonWords = new Int32Array(this.#reasonBytes.buffer);
   readonly #encoder = new TextEncoder();
   readonly #fullScopes = new Map<string, number>();
+  /** Capacity a thread takes from the shared pool at a time (1 for small capacities: exact). */
+  readonly #chunk: number;
+  readonly #handles: HandleContext;
 
   constructor(descriptor: RegistryDescriptor) {
     if (descriptor?.kind !== 'sluice/registry' || !(descriptor.state instanceof SharedArrayBuffer)) {
@@ -182,9 +187,17 @@ export class Registry {
     this.#counters = this.#member.counters;
     this.#cb = this.#member.counterBase;
     this.#enc = new KeyEncoder(this.#inFlight.seed);
+    this.#handles = { table: this.#inFlight, words: this.#inFlight.i32, reasons: this };
+    this.#chunk = Math.max(1, Math.min(32, Math.floor(this.inFlightCapacity / 256)));
     // A dead writer's claim, undone by release: give back what it had counted.
-    this.#inFlight.onRecovered = () => { Atomics.sub(this.#state, kStLive, 1); };
+    this.#inFlight.onRecovered = () => { Atomics.add(this.#state, kStPool, 1); };
     this.#cancels.onRecovered = () => { Atomics.sub(this.#state, kStRows, 1); };
+    this.#roster.onRelease((index) => {
+      const at = this.#roster.counterBaseOf(index) + kCtAllowance;
+      const held = this.#counters[at];
+      this.#counters[at] = 0;
+      if (held > 0) Atomics.add(this.#state, kStPool, held);
+    });
   }
 
   /**
@@ -195,24 +208,26 @@ export class Registry {
   track(id: RequestId, scope: string): TrackHandle | TrackRefusal {
     const enc = this.#enc;
     if (!enc.encode(id, checkScope(scope))) return kRefusedInvalidId;
-    const state = this.#state;
-    if (Atomics.add(state, kStLive, 1) >= this.inFlightCapacity) {
-      Atomics.sub(state, kStLive, 1);
-      this.#counters[this.#cb + kCtTrackRefused]++;
+    // Capacity is handed out in chunks, so the common track touches no shared counter.
+    const counters = this.#counters;
+    const allowance = this.#cb + kCtAllowance;
+    if (counters[allowance] <= 0 && !this.#refill()) {
+      counters[this.#cb + kCtTrackRefused]++;
       return kRefusedCapacity;
     }
+    counters[allowance]--;
     const key = enc.key;
     const table = this.#inFlight;
-    const slot = table.claim(key.words, key.length, table.hash(key.words, key.length), this.#member);
+    const slot = table.claim(key.words, key.length, enc.hash, this.#member);
     if (slot < 0) {
-      Atomics.sub(state, kStLive, 1);
-      this.#counters[this.#cb + kCtTrackRefused]++;
+      counters[allowance]++;
+      counters[this.#cb + kCtTrackRefused]++;
       return kRefusedCapacity;
     }
     table.i32[table.valueIndex(slot) + kIvOwner] = this.#member.token;
     const ctl = table.publish(slot, this.#member);
-    this.#counters[this.#cb + kCtTracked]++;
-    return new TrackHandle(table, slot, ctl, id, scope, this);
+    counters[this.#cb + kCtTracked]++;
+    return new TrackHandle(this.#handles, slot, ctl, id, scope);
   }
 
   /** Stops tracking the handle's own row (a namesake's row stays). Idempotent. */
@@ -220,13 +235,34 @@ export class Registry {
     const removed = this.#inFlight.remove(handle.slot, handle.ctl);
     if (removed === 0) return;
     settleHandle(handle, removed);
-    Atomics.sub(this.#state, kStLive, 1);
-    this.#counters[this.#cb + kCtUntracked]++;
+    const counters = this.#counters;
+    counters[this.#cb + kCtUntracked]++;
+    const allowance = this.#cb + kCtAllowance;
+    if (++counters[allowance] > 2 * this.#chunk) {
+      Atomics.add(this.#state, kStPool, this.#chunk);
+      counters[allowance] -= this.#chunk;
+    }
+  }
+
+  /** Takes up to a chunk of capacity from the shared pool; false when it is empty. */
+  #refill(): boolean {
+    const state = this.#state;
+    let pool = Atomics.load(state, kStPool);
+    while (pool > 0) {
+      const take = Math.min(this.#chunk, pool);
+      const seen = Atomics.compareExchange(state, kStPool, pool, pool - take);
+      if (seen === pool) {
+        this.#counters[this.#cb + kCtAllowance] += take;
+        return true;
+      }
+      pool = seen;
+    }
+    return false;
   }
 
   /** A handle for a request tracked in another thread (from its `ref`), to poll or wait on here. */
   adopt(ref: HandleRef): TrackHandle {
-    return new TrackHandle(this.#inFlight, ref.slot, ref.ctl, ref.id, ref.scope, this);
+    return new TrackHandle(this.#handles, ref.slot, ref.ctl, ref.id, ref.scope);
   }
 
   /** True while at least one request with this id is tracked in this scope. */
@@ -235,7 +271,7 @@ export class Registry {
     if (!enc.encode(id, checkScope(scope))) return false;
     const key = enc.key;
     const table = this.#inFlight;
-    return table.find(key.words, key.length, table.hash(key.words, key.length)) >= 0;
+    return table.find(key.words, key.length, enc.hash) >= 0;
   }
 
   /**
@@ -258,7 +294,7 @@ export class Registry {
     const reasonLength = text === undefined ? -1 : this.#encoder.encodeInto(text, this.#reasonBytes).written;
     const table = this.#cancels;
     const key = enc.key;
-    const hash = table.hash(key.words, key.length);
+    const hash = enc.hash;
     const stamp = (Atomics.add(state, kStStamp, 1) + 1) | 0;
     Atomics.add(state, bucket, 1);
     Atomics.add(state, kStRows, 1);
@@ -311,7 +347,7 @@ export class Registry {
     if (!enc.encode(id, checkScope(scope))) return false;
     const key = enc.key;
     const table = this.#cancels;
-    return table.find(key.words, key.length, table.hash(key.words, key.length)) >= 0;
+    return table.find(key.words, key.length, enc.hash) >= 0;
   }
 
   /** The sanitised reason of the cancellation row for (scope, id); undefined when none or no reason. */
@@ -320,7 +356,7 @@ export class Registry {
     if (!enc.encode(id, checkScope(scope))) return undefined;
     const key = enc.key;
     const table = this.#cancels;
-    const hash = table.hash(key.words, key.length);
+    const hash = enc.hash;
     for (let attempt = 0; attempt < 8; attempt++) {
       const slot = table.find(key.words, key.length, hash);
       if (slot < 0) return undefined;
@@ -343,7 +379,7 @@ export class Registry {
     const key = enc.key;
     const table = this.#cancels;
     const bucket = kStBuckets + (enc.scopeHash & this.#bucketMask);
-    for (let s = table.find(key.words, key.length, table.hash(key.words, key.length)); s >= 0; s = table.next()) {
+    for (let s = table.find(key.words, key.length, enc.hash); s >= 0; s = table.next()) {
       if (table.remove(s, table.matchCtl) !== 0) this.#rowGone(bucket);
     }
   }
@@ -372,7 +408,7 @@ export class Registry {
       const c = inFlight.ctl(s);
       if ((c & kStateMask) !== kLive) continue;
       if (!this.#roster.alive(inFlight.i32[inFlight.valueIndex(s) + kIvOwner]) && inFlight.remove(s, c) !== 0) {
-        Atomics.sub(this.#state, kStLive, 1);
+        Atomics.add(this.#state, kStPool, 1);
         inFlightRemoved++;
       }
     }
@@ -412,11 +448,14 @@ export class Registry {
     this.#roster.watch(worker);
   }
 
-  /** Node-wide counts, from the shared counters (any thread). */
+  /**
+   * Node-wide counts from any thread: totals from the shared per-thread counters, `inFlight` by a
+   * scan of the in-flight table (exact, O(capacity): about a millisecond at the default size).
+   */
   counters(): RegistryCounters {
     const r = this.#roster;
     return {
-      inFlight: Atomics.load(this.#state, kStLive),
+      inFlight: this.#inFlight.countLive(),
       cancellationRows: Atomics.load(this.#state, kStRows),
       tracked: r.sum(kCtTracked),
       untracked: r.sum(kCtUntracked),
@@ -537,7 +576,7 @@ export class Registry {
     enc.encode(id, scope);
     const key = enc.key;
     const table = this.#cancels;
-    const slot = table.find(key.words, key.length, table.hash(key.words, key.length));
+    const slot = table.find(key.words, key.length, enc.hash);
     if (slot >= 0) table.f64[(table.valueIndex(slot) + kCvAt) >>> 1] = cancelledAt;
     return result;
   }
