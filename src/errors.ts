@@ -20,13 +20,20 @@ export class SluiceError extends Error {
   }
 
   /** Plain data for crossing a thread (an Error subclass arrives as a bare Error). */
-  toWire(): { code: SluiceErrorCode; message: string } {
+  toWire(): SluiceErrorWire {
     return { code: this.code, message: this.message };
   }
 
-  static fromWire(wire: { code: SluiceErrorCode; message: string }): SluiceError {
-    return wire.code === 'request_cancelled' ? new CancelledError(wire.message) : new SluiceError(wire.code, wire.message);
+  static fromWire(wire: SluiceErrorWire): SluiceError {
+    return wire.code === 'request_cancelled' ? new CancelledError(wire.reason) : new SluiceError(wire.code, wire.message);
   }
+}
+
+/** A SluiceError as structured-cloneable data. */
+export interface SluiceErrorWire {
+  code: SluiceErrorCode;
+  message: string;
+  reason?: string | undefined;
 }
 
 /** The request was cancelled; `reason` is the sanitised reason the canceller gave, if any. */
@@ -36,5 +43,9 @@ export class CancelledError extends SluiceError {
     super('request_cancelled', reason === undefined || reason === '' ? 'request cancelled' : `request cancelled: ${reason}`);
     this.name = 'CancelledError';
     this.reason = reason;
+  }
+
+  override toWire(): SluiceErrorWire {
+    return { code: this.code, message: this.message, reason: this.reason };
   }
 }

@@ -4,7 +4,7 @@
  */
 export * from './registry/index.js';
 export { SluiceError, CancelledError } from './errors.js';
-export type { SluiceErrorCode } from './errors.js';
+export type { SluiceErrorCode, SluiceErrorWire } from './errors.js';
 export {
   requestCancelledChannel, cancellationCleanupChannel, requestStopChannel, requestKilledChannel,
 } from './telemetry/index.js';
