@@ -515,7 +515,8 @@ export class Registry {
 
   /**
    * Global cap: evicts a batch of maxRows/20 rows, largest scope first and oldest first within
-   * it, spilling into the next largest; equal sizes fall back to age, then scope and id bytes.
+   * it, spilling into the next largest; equal sizes fall back to age. Age is the cancellation
+   * time, then the order of insertion (rows stamped in the same millisecond).
    * One thread reclaims at a time; others go on (the cap is a backstop, overshoot is bounded by
    * the number of racing writers). `force` waits for no one: the table had no free slot.
    */
@@ -530,7 +531,7 @@ export class Registry {
     try {
       const table = this.#cancels;
       const bytes = new Uint8Array(table.i32.buffer);
-      interface Row { slot: number; ctl: number; at: number; scope: string; id: string }
+      interface Row { slot: number; ctl: number; at: number; stamp: number; scope: string; id: string }
       const rows: Row[] = [];
       const sizes = new Map<string, number>();
       for (let s = 0; s < table.slots; s++) {
@@ -542,14 +543,17 @@ export class Registry {
         const scope = String.fromCharCode(...bytes.subarray(k, k + scopeEnd));
         const id = String.fromCharCode(...bytes.subarray(k + scopeEnd, k + table.keyLength(s)));
         const at = table.f64[(table.valueIndex(s) + kCvAt) >>> 1];
+        const stamp = table.i32[table.valueIndex(s) + kCvStamp];
         if (table.ctl(s) !== ctl) continue;
-        rows.push({ slot: s, ctl, at, scope, id });
+        rows.push({ slot: s, ctl, at, stamp, scope, id });
         sizes.set(scope, (sizes.get(scope) ?? 0) + 1);
       }
       rows.sort((a, b) => {
         const bySize = (sizes.get(b.scope) ?? 0) - (sizes.get(a.scope) ?? 0);
         if (bySize !== 0) return bySize;
         if (a.at !== b.at) return a.at - b.at;
+        // Same millisecond: insertion order (stamps are unique and wrap-safe over any live window).
+        if (a.stamp !== b.stamp) return (a.stamp - b.stamp) | 0;
         if (a.scope !== b.scope) return a.scope < b.scope ? -1 : 1;
         return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
       });

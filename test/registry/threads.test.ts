@@ -37,12 +37,14 @@ describe('across threads', () => {
     const reg = createRegistry();
     const p = await peer(reg);
     const h = tracked(reg, 'poll-me', 'session:x');
-    expect(await p.ask({ op: 'poll', ref: h.ref })).toEqual({ waiting: true });
+    const spinning = new SharedArrayBuffer(4);
+    expect(await p.ask({ op: 'poll', ref: h.ref, spinning })).toEqual({ waiting: true });
     const result = p.next();
+    while (Atomics.load(new Int32Array(spinning), 0) === 0) await new Promise((r) => setTimeout(r, 1));
     reg.cancel('poll-me', 'stop polling', 'session:x');
     const reply = await result;
     expect(reply).toMatchObject({ observed: true, reason: 'stop polling' });
-    expect(reply.spins).toBeGreaterThan(0); // it really was spinning before the cancel landed
+    expect(reply.spins).toBeGreaterThanOrEqual(1000); // it really was spinning before the cancel landed
   });
 
   it('a cancel on this thread fires an AbortSignal listener in another thread', async () => {
