@@ -508,6 +508,8 @@ interface LatencyMode {
   pooled: Distribution;
   /** How long `reg.cancel` itself took in the main thread (part of every sample). */
   cancelCallUs: Distribution;
+  /** From `reg.cancel` returning to the worker's stamp (negative when the worker saw it first). */
+  afterReturnUs: Distribution;
   timedOut: number;
 }
 
@@ -562,9 +564,10 @@ class Inbox {
 
 async function latencyRound(
   reg: Registry, worker: Worker, inbox: Inbox, mode: 'poll' | 'signal', count: number, nextId: () => number,
-): Promise<{ micros: number[]; cancelMicros: number[]; timedOut: number }> {
+): Promise<{ micros: number[]; cancelMicros: number[]; afterMicros: number[]; timedOut: number }> {
   const micros: number[] = [];
   const cancelMicros: number[] = [];
+  const afterMicros: number[] = [];
   let timedOut = 0;
   for (let i = 0; i < count; i++) {
     const id = nextId();
@@ -581,10 +584,11 @@ async function latencyRound(
     if (seen.timedOut) timedOut++;
     micros.push(Number(seen.at - t0) / 1000);
     cancelMicros.push(Number(t1 - t0) / 1000);
+    afterMicros.push(Number(seen.at - t1) / 1000);
     reg.untrack(h);
     reg.clear(id, kScope);
   }
-  return { micros, cancelMicros, timedOut };
+  return { micros, cancelMicros, afterMicros, timedOut };
 }
 
 async function benchLatency(): Promise<LatencyResults> {
@@ -605,12 +609,14 @@ async function benchLatency(): Promise<LatencyResults> {
     const rounds: Distribution[] = [];
     const all: number[] = [];
     const cancelAll: number[] = [];
+    const afterAll: number[] = [];
     let timedOut = 0;
     for (let r = 0; r < kLatencyRounds; r++) {
       const round = await latencyRound(reg, worker, inbox, mode, perRound, nextId);
       rounds.push(distribution(round.micros));
       all.push(...round.micros);
       cancelAll.push(...round.cancelMicros);
+      afterAll.push(...round.afterMicros);
       timedOut += round.timedOut;
     }
     return {
@@ -621,6 +627,7 @@ async function benchLatency(): Promise<LatencyResults> {
       p99Us: summarize(rounds.map((d) => d.p99)),
       pooled: distribution(all),
       cancelCallUs: distribution(cancelAll),
+      afterReturnUs: distribution(afterAll),
       timedOut,
     };
   };
@@ -856,7 +863,7 @@ function markdown(report: Report): string {
     out.push(`| ${kColumns.map((c) => esc(r[c])).join(' | ')} |`);
   }
   out.push('');
-  out.push('"vs Map" is table ÷ Map for rates, and registry ÷ Map for ns/request (lower is better there).');
+  out.push('"vs Map" is table ÷ Map for rates, and registry ÷ Map for ns/request (lower is better there). In the after/before row the Map column is the Map\'s own after/before ratio.');
   out.push('');
   out.push('## Notes');
   out.push('');
@@ -865,7 +872,7 @@ function markdown(report: Report): string {
   out.push(`- Churn: ${tr.churn.pairs.toLocaleString('en-US')} random delete+insert pairs of fresh keys (table ${mops(tr.churn.tablePairsPerSec)} incl. key generation and hashing; Map ${mops(tr.churn.mapPairsPerSec)} incl. string building). Slots before: ${tr.churn.before.live} live / ${tr.churn.before.tombstone} tombstones / ${tr.churn.before.empty} never used; after: ${tr.churn.after.live} / ${tr.churn.after.tombstone} / ${tr.churn.after.empty}.`);
   out.push(`- Registry: \`track\` + \`untrack\` + \`clear\`, scope \`${kScope}\`, integer ids 0..1023, ${report.registry.requestsPerRep.toLocaleString('en-US')} requests per rep. Map baseline: \`set\` + \`delete\` of \`\${scope}\\u0000\${id}\` on an in-flight Map plus \`has\` on a cancellations Map.`);
   out.push(`- Latency: a worker_threads Worker adopts the handle and either spins on \`h.cancelled\` or waits for \`h.signal\`'s abort event; the main thread stamps the time just before \`reg.cancel\`. Clock: ${lr.clock}. ${kLatencyRounds} rounds after ${kLatencyWarmup} warm-up samples; pooled polling p50/p99 ${us(lr.polling.pooled.p50)}/${us(lr.polling.pooled.p99)} µs over ${lr.polling.pooled.samples} samples, pooled signal p50/p99 ${us(lr.signal.pooled.p50)}/${us(lr.signal.pooled.p99)} µs over ${lr.signal.pooled.samples}.`);
-  out.push(`- "info: one hot key" looks up a single key over and over (everything in L1): the cost of the call itself, without memory misses. "info: reg.cancel call itself" is how long \`reg.cancel\` took in the main thread; it is included in every polling sample (the stamp is taken just before the call).`);
+  out.push(`- "info: one hot key" looks up a single key over and over (everything in L1): the cost of the call itself, without memory misses. "info: reg.cancel call itself" is how long \`reg.cancel\` took in the main thread; it is included in every polling sample (the stamp is taken just before the call). Polling split (pooled): \`reg.cancel\` p50 ${us(lr.polling.cancelCallUs.p50)} µs (p99 ${us(lr.polling.cancelCallUs.p99)}), cancel returned → worker saw it p50 ${us(lr.polling.afterReturnUs.p50)} µs (p99 ${us(lr.polling.afterReturnUs.p99)}).`);
   out.push('- The churn criterion (after/before ≥ 0.8) is this benchmark\'s reading of "no collapse", not a stated target.');
   out.push(`- Every rate is the median of ${kReps} reps (min–max shown), table and Map reps interleaved. Targets are reported, never asserted.`);
   out.push('');
@@ -940,10 +947,11 @@ async function main(): Promise<void> {
   };
   console.log(`sluice registry benchmark: ${machine.cpu}, ${machine.cores} cores, node ${machine.node}`);
 
-  console.log('table vs Map (lookups, insert+delete, churn)...');
-  const tableResults = benchTable();
+  // Registry first, in a clean heap: the table phase leaves a large heap behind.
   console.log('registry bookkeeping...');
   const registryResults = benchRegistry();
+  console.log('table vs Map (lookups, insert+delete, churn)...');
+  const tableResults = benchTable();
   console.log('cross-thread cancel latency...');
   const latencyResults = await benchLatency();
 
@@ -993,6 +1001,9 @@ async function main(): Promise<void> {
   console.log(`churn rate: table ${mops(c.tablePairsPerSec)}, Map ${mops(c.mapPairsPerSec)} (incl. key generation)`);
   const lp = latencyResults.polling.pooled;
   const ls = latencyResults.signal.pooled;
+  const pc = latencyResults.polling.cancelCallUs;
+  const pa = latencyResults.polling.afterReturnUs;
+  console.log(`polling split: reg.cancel call p50 ${us(pc.p50)} µs (p99 ${us(pc.p99)}); cancel returned → worker saw it p50 ${us(pa.p50)} µs (p99 ${us(pa.p99)})`);
   console.log(`latency pooled: polling p50 ${us(lp.p50)} µs p99 ${us(lp.p99)} µs (n=${lp.samples}, timeouts ${latencyResults.polling.timedOut}); signal p50 ${us(ls.p50)} µs p99 ${us(ls.p99)} µs (n=${ls.samples})`);
   const met = report.targets.filter((t) => t.met).length;
   console.log(`targets: ${met}/${report.targets.length} met${met < report.targets.length ? ` (missed: ${report.targets.filter((t) => !t.met).map((t) => t.name).join('; ')})` : ''}`);

@@ -36,11 +36,16 @@ export const kHdrSeed = 5;
 export const kHdrTableId = 6;
 export const kHeaderWords = 16;
 
-/** Per-slot metadata, interleaved so one cache line holds four slots: control, hash, key length, spare. */
+/**
+ * Per-slot metadata, interleaved so one cache line holds four slots: control word, hash, key length,
+ * and the probe limit of the rows whose home is this slot (so a lookup's first read and its limit
+ * share a cache line).
+ */
 export const kMetaStride = 4;
 export const kMetaCtl = 0;
 export const kMetaHash = 1;
 export const kMetaLen = 2;
+export const kMetaDist = 3;
 
 /** Roster (thread table) layout. */
 export const kRosterMagic = 0x53485253; // 'SHRS'

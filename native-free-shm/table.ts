@@ -3,7 +3,7 @@ import { ShmError, checkInteger } from './errors.js';
 import { hashWords, wordsFor } from './hash.js';
 import {
   kEmpty, kFlagBit, kHdrKeyWords, kHdrMagic, kHdrSeed, kHdrSlots, kHdrTableId, kHdrValueWords, kHdrVersion,
-  kHeaderWords, kIdentityMask, kLive, kMetaCtl, kMetaHash, kMetaLen, kMetaStride, kSeqMask, kSeqShift, kStateMask,
+  kHeaderWords, kIdentityMask, kLive, kMetaCtl, kMetaDist, kMetaHash, kMetaLen, kMetaStride, kSeqMask, kSeqShift, kStateMask,
   kTableMagic, kTableVersion, kTombstone, kWaitedBit, kWriting,
 } from './layout.js';
 import type { IntentRecoverer, Roster, RosterMember } from './roster.js';
@@ -38,7 +38,6 @@ interface Geometry {
   keyWords: number;
   valueWords: number;
   metaBase: number;
-  distBase: number;
   keyBase: number;
   valueBase: number;
   totalWords: number;
@@ -46,11 +45,10 @@ interface Geometry {
 
 function geometry(slots: number, keyWords: number, valueWords: number): Geometry {
   const metaBase = kHeaderWords;
-  const distBase = metaBase + slots * kMetaStride;
-  const keyBase = distBase + slots;
+  const keyBase = metaBase + slots * kMetaStride;
   let valueBase = keyBase + slots * keyWords;
   if (valueBase % 2 !== 0) valueBase++;
-  return { slots, keyWords, valueWords, metaBase, distBase, keyBase, valueBase, totalWords: valueBase + slots * valueWords };
+  return { slots, keyWords, valueWords, metaBase, keyBase, valueBase, totalWords: valueBase + slots * valueWords };
 }
 
 /**
@@ -85,6 +83,8 @@ export class ShmTable implements IntentRecoverer {
   readonly #buf: SharedArrayBuffer;
   readonly #roster: Roster;
   readonly #g: Geometry;
+  readonly #metaBase: number;
+  readonly #keyBase: number;
   #claimFrom = 0;
   // Cursor of the current find/next (per thread: a table object is never shared between threads).
   #cKey: Int32Array = new Int32Array(0);
@@ -140,6 +140,8 @@ export class ShmTable implements IntentRecoverer {
     this.seed = hdr[kHdrSeed];
     this.tableId = hdr[kHdrTableId];
     this.#g = geometry(this.slots, this.keyWords, this.valueWords);
+    this.#metaBase = this.#g.metaBase;
+    this.#keyBase = this.#g.keyBase;
     this.i32 = new Int32Array(buffer);
     this.f64 = new Float64Array(buffer, 0, buffer.byteLength >>> 3);
     roster.register(this);
@@ -192,8 +194,9 @@ export class ShmTable implements IntentRecoverer {
    */
   claim(key: Int32Array, byteLength: number, hash: number, member: RosterMember): number {
     const w = this.i32;
-    const { slots, metaBase, keyWords, keyBase, distBase } = this.#g;
+    const { slots, metaBase, keyWords, keyBase } = this.#g;
     const home = this.#home(hash);
+    const dist = metaBase + home * kMetaStride + kMetaDist;
     const words = wordsFor(byteLength);
     let i = home;
     for (let d = 0; d < slots;) {
@@ -211,9 +214,9 @@ export class ShmTable implements IntentRecoverer {
           // Lookups of this home must reach distance d before the row becomes visible.
           // (The distance only grows, so a plain read that already shows `want` is not stale.)
           const want = d + 1;
-          let cur = w[distBase + home];
+          let cur = w[dist];
           while (cur < want) {
-            const prev = Atomics.compareExchange(w, distBase + home, cur, want);
+            const prev = Atomics.compareExchange(w, dist, cur, want);
             if (prev === cur) break;
             cur = prev;
           }
@@ -248,32 +251,28 @@ export class ShmTable implements IntentRecoverer {
   /** First live row with this key, or -1. `matchCtl` holds its control word. */
   find(key: Int32Array, byteLength: number, hash: number): number {
     const home = this.#home(hash);
-    const limit = Atomics.load(this.i32, this.#g.distBase + home);
-    if (limit === 0) return -1;
-    this.#cKey = key;
-    this.#cLen = byteLength;
-    this.#cHash = hash;
-    this.#cHome = home;
-    this.#cDist = 0;
-    this.#cLimit = limit;
-    return this.#scan();
+    // A plain read (Atomics.load is a ~7 ns call on Node 20): the limit only grows, and a writer
+    // raises it before the release store that publishes its row, so a lookup that starts after
+    // that publish reads a limit that covers the row; one racing with it may miss it, which is
+    // the lookup being ordered first.
+    const limit = this.i32[this.#metaBase + home * kMetaStride + kMetaDist];
+    if (limit === 0) return -1; // no row ever had this home
+    return this.#scan(key, byteLength, hash, home, 0, limit);
   }
 
-  /** Next live row with the key of the last `find`, or -1. */
+  /** Next live row with the key of the last successful `find`/`next`, or -1. */
   next(): number {
-    return this.#scan();
+    if (this.#cDist >= this.#cLimit) return -1;
+    return this.#scan(this.#cKey, this.#cLen, this.#cHash, this.#cHome, this.#cDist, this.#cLimit);
   }
 
-  #scan(): number {
+  #scan(key: Int32Array, len: number, hash: number, home: number, from: number, limit: number): number {
     const w = this.i32;
-    const { slots, metaBase, keyBase, keyWords } = this.#g;
-    const key = this.#cKey;
-    const len = this.#cLen;
-    const hash = this.#cHash;
-    const limit = this.#cLimit;
+    const slots = this.slots;
+    const metaBase = this.#metaBase;
     const words = wordsFor(len);
-    let d = this.#cDist;
-    let i = this.#cHome + d;
+    let d = from;
+    let i = home + d;
     if (i >= slots) i -= slots;
     while (d < limit) {
       const m = metaBase + i * kMetaStride;
@@ -281,13 +280,19 @@ export class ShmTable implements IntentRecoverer {
       const state = c1 & kStateMask;
       if (state === kEmpty) break; // nothing was ever placed at or beyond a never-used slot
       if (state === kLive && w[m + kMetaHash] === hash && w[m + kMetaLen] === len) {
-        const k = keyBase + i * keyWords;
+        const k = this.#keyBase + i * this.keyWords;
         let j = 0;
         while (j < words && w[k + j] === key[j]) j++;
         if (j === words) {
           const c2 = Atomics.load(w, m);
           if (((c1 ^ c2) & kIdentityMask) === 0) {
+            // Remember where we are only on a match: the common single lookup stores nothing.
+            this.#cKey = key;
+            this.#cLen = len;
+            this.#cHash = hash;
+            this.#cHome = home;
             this.#cDist = d + 1;
+            this.#cLimit = limit;
             this.matchCtl = c2;
             return i;
           }
@@ -297,7 +302,7 @@ export class ShmTable implements IntentRecoverer {
       d++;
       if (++i === slots) i = 0;
     }
-    this.#cDist = limit;
+    this.#cLimit = 0;
     return -1;
   }
 
@@ -326,7 +331,7 @@ export class ShmTable implements IntentRecoverer {
     }
   }
 
-  /** Sets `kFlagBit` on the row if it is still the incarnation `ctl` names; wakes waiters. */
+  /** Sets `kFlagBit` on the row if it is still the incarnation `ctl` names; wakes its waiters. */
   raise(slot: number, ctl: number): boolean {
     const w = this.i32;
     const m = this.#g.metaBase + slot * kMetaStride;
@@ -334,7 +339,9 @@ export class ShmTable implements IntentRecoverer {
       const c = Atomics.load(w, m);
       if (((c ^ ctl) & kIdentityMask) !== 0 || (c & kFlagBit) !== 0) return false;
       if (Atomics.compareExchange(w, m, c, c | kFlagBit) === c) {
-        Atomics.notify(w, m);
+        // Waiters set kWaitedBit before they park, so a word without it has nobody to wake
+        // (and Atomics.notify takes a process-wide lock: skip it when it cannot matter).
+        if ((c & kWaitedBit) !== 0) Atomics.notify(w, m);
         return true;
       }
     }
@@ -373,7 +380,7 @@ export class ShmTable implements IntentRecoverer {
    */
   verify(): string[] {
     const problems: string[] = [];
-    const { slots, metaBase, distBase } = this.#g;
+    const { slots, metaBase } = this.#g;
     for (let i = 0; i < slots; i++) {
       const m = metaBase + i * kMetaStride;
       const c = Atomics.load(this.i32, m);
@@ -382,7 +389,7 @@ export class ShmTable implements IntentRecoverer {
       if (state !== kLive) continue;
       const home = this.#home(this.i32[m + kMetaHash]);
       const dist = i >= home ? i - home : i + slots - home;
-      if (dist >= Atomics.load(this.i32, distBase + home)) problems.push(`slot ${i} lies beyond its home's probe limit`);
+      if (dist >= Atomics.load(this.i32, metaBase + home * kMetaStride + kMetaDist)) problems.push(`slot ${i} lies beyond its home's probe limit`);
       for (let j = home; j !== i; j = j + 1 === slots ? 0 : j + 1) {
         if ((Atomics.load(this.i32, metaBase + j * kMetaStride) & kStateMask) === kEmpty) {
           problems.push(`slot ${i} is cut off from its home by a never-used slot ${j}`);
@@ -391,6 +398,13 @@ export class ShmTable implements IntentRecoverer {
       }
     }
     return problems;
+  }
+
+  /** The longest probe limit of any home: how far the worst lookup may have to look. O(slots). */
+  maxProbe(): number {
+    let worst = 0;
+    for (let i = 0; i < this.slots; i++) worst = Math.max(worst, Atomics.load(this.i32, this.#metaBase + i * kMetaStride + kMetaDist));
+    return worst;
   }
 
   /** Live rows, counted by a scan. O(slots). */

@@ -321,6 +321,9 @@ export class Registry {
       for (let j = 0; j < words; j++) w[v + kCvReason + j] = this.#reasonWords[j];
     }
     const ctl = table.publish(slot, this.#member);
+    // Raise the running requests' flags as soon as the row (and so the reason) is readable.
+    const inFlight = this.#inFlight;
+    for (let s = inFlight.find(key.words, key.length, hash); s >= 0; s = inFlight.next()) inFlight.raise(s, inFlight.matchCtl);
     // Keep one row per key: the newest stamp wins, so racing cancels never both remove each other.
     for (let s = table.find(key.words, key.length, hash); s >= 0; s = table.next()) {
       if (s === slot) continue;
@@ -331,8 +334,6 @@ export class Registry {
         break;
       }
     }
-    const inFlight = this.#inFlight;
-    for (let s = inFlight.find(key.words, key.length, hash); s >= 0; s = inFlight.next()) inFlight.raise(s, inFlight.matchCtl);
     this.#counters[this.#cb + kCtCancellations]++;
     if (requestCancelledChannel.hasSubscribers) {
       const event: RequestCancelledEvent = { requestId: id as RequestId, scope, reason: text };
