@@ -314,20 +314,15 @@ export class ShmTable implements IntentRecoverer {
     const w = this.i32;
     const m = this.#g.metaBase + slot * kMetaStride;
     const t = ((((ctl >>> kSeqShift) + 1) & kSeqMask) << kSeqShift) | kTombstone;
-    // First guess: the word is still exactly `ctl` (no flag raised), which saves a load.
-    let c = Atomics.compareExchange(w, m, ctl, t);
-    if (c === ctl) {
-      if ((c & kWaitedBit) !== 0) Atomics.notify(w, m);
-      return c;
-    }
+    let expected = ctl; // first guess: no flag raised since publish, which saves a load
     for (;;) {
-      if (((c ^ ctl) & kIdentityMask) !== 0) return 0;
-      const seen = c;
-      c = Atomics.compareExchange(w, m, seen, t);
-      if (c === seen) {
-        if ((seen & kWaitedBit) !== 0) Atomics.notify(w, m);
-        return seen;
+      const c = Atomics.compareExchange(w, m, expected, t);
+      if (c === expected) {
+        if ((c & kWaitedBit) !== 0) Atomics.notify(w, m);
+        return c;
       }
+      if (((c ^ ctl) & kIdentityMask) !== 0) return 0; // another incarnation, or gone
+      expected = c; // same row, flag bits changed: try again with them
     }
   }
 

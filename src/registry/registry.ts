@@ -364,7 +364,10 @@ export class Registry {
       const ctl = table.matchCtl;
       const v = table.valueIndex(slot);
       const length = table.i32[v + kCvReasonLen];
-      if (length < 0 || length > kMaxReasonBytes) return (table.ctl(slot) ^ ctl) === 0 ? undefined : this.reason(id, scope);
+      if (length < 0 || length > kMaxReasonBytes) {
+        if (table.ctl(slot) === ctl) return undefined; // a row without a reason
+        continue; // replaced while we read it
+      }
       const words = (length + 3) >>> 2;
       for (let j = 0; j < words; j++) this.#reasonWords[j] = table.i32[v + kCvReason + j];
       // The row may have been replaced while we copied: only a still-current copy counts.
