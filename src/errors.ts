@@ -9,7 +9,9 @@ export type SluiceErrorCode =
   | 'cancellation_limit_reached'
   | 'in_flight_capacity_exhausted'
   | 'request_cancelled'
-  | 'bad_descriptor';
+  | 'bad_descriptor'
+  | 'uws_native_unavailable'
+  | 'listen_failed';
 
 export class SluiceError extends Error {
   readonly code: SluiceErrorCode;

@@ -9,3 +9,12 @@ export {
   requestCancelledChannel, cancellationCleanupChannel, requestStopChannel, requestKilledChannel,
 } from './telemetry/index.js';
 export type { RequestCancelledEvent, CancellationCleanupEvent } from './telemetry/index.js';
+export { createServer } from './supervisor/server.js';
+export type { Server, ServerAddress, ServerHooks } from './supervisor/server.js';
+export type { ServerOptions } from './supervisor/options.js';
+export { defineTool, toCallToolResult } from './tools/define.js';
+export type { Tool, ToolDefinition, ToolOutput, CallToolResult, ContentBlock } from './tools/define.js';
+export { ToolContext } from './tools/context.js';
+export type { JsonSchema } from './tools/schema.js';
+export type { Authenticate, AuthRequest, Principal } from './transport/http/endpoint.js';
+export { ErrorCode } from './protocol/wire.js';

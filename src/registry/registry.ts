@@ -280,6 +280,19 @@ export class Registry {
    * A `null`/`undefined` id is a no-op. Refuses only past the per-scope quota, or for a bad id.
    */
   cancel(id: unknown, reason: unknown, scope: string): CancelResult {
+    return this.#record(id, reason, scope, undefined);
+  }
+
+  /**
+   * Cancels one tracked request: records the cancellation row of its key (so `reason` and
+   * `cancelled` answer as for `cancel`) but raises only this request's flag, not a namesake's.
+   * What a transport does when the client of that one request goes away.
+   */
+  cancelRequest(handle: TrackHandle, reason: unknown): CancelResult {
+    return this.#record(handle.id, reason, handle.scope, handle);
+  }
+
+  #record(id: unknown, reason: unknown, scope: string, only: TrackHandle | undefined): CancelResult {
     if (id === null || id === undefined) return kOk;
     const enc = this.#enc;
     if (!enc.encode(id, checkScope(scope))) return kInvalid;
@@ -323,7 +336,8 @@ export class Registry {
     const ctl = table.publish(slot, this.#member);
     // Raise the running requests' flags as soon as the row (and so the reason) is readable.
     const inFlight = this.#inFlight;
-    for (let s = inFlight.find(key.words, key.length, hash); s >= 0; s = inFlight.next()) inFlight.raise(s, inFlight.matchCtl);
+    if (only !== undefined) inFlight.raise(only.slot, only.ctl);
+    else for (let s = inFlight.find(key.words, key.length, hash); s >= 0; s = inFlight.next()) inFlight.raise(s, inFlight.matchCtl);
     // Keep one row per key: the newest stamp wins, so racing cancels never both remove each other.
     for (let s = table.find(key.words, key.length, hash); s >= 0; s = table.next()) {
       if (s === slot) continue;

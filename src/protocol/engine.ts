@@ -1,0 +1,362 @@
+import { CancelledError } from '../errors.js';
+import type { Registry, TrackHandle } from '../registry/index.js';
+import { validRequestId } from '../registry/index.js';
+import { requestKilledChannel, requestStopChannel } from '../telemetry/channels.js';
+import { Counter } from '../telemetry/counters.js';
+import type { ServerCounters } from '../telemetry/counters.js';
+import { ToolContext } from '../tools/context.js';
+import type { ProgressSink } from '../tools/context.js';
+import { toCallToolResult } from '../tools/define.js';
+import type { CallToolResult, Tool, ToolOutput } from '../tools/define.js';
+import { checkSchema } from '../tools/schema.js';
+import type { ToolPool } from '../tools/pool.js';
+import {
+  ErrorCode, ProtocolError, errorBody, kLegacyVersions, kMetaServerInfo, kModernVersion, notificationBody, resultBody,
+} from './wire.js';
+import type { JsonRpcId } from './wire.js';
+
+export type Era = 'legacy' | 'modern';
+
+/** Who is asking, as the transport worked it out. */
+export interface RequestInfo {
+  readonly era: Era;
+  /** The protocol revision of this request (modern: from _meta; legacy: negotiated or assumed). */
+  readonly version: string;
+  /** Registry scope: session > principal > ip. */
+  readonly scope: string;
+}
+
+/** The output side of one request, provided by the transport (HTTP exchange, stdio line writer). */
+export interface Reply {
+  /** Whether notifications can reach the client before the response (an SSE stream, stdio). */
+  readonly canStream: boolean;
+  /** A notification related to this request (progress). */
+  notify(json: string): void;
+  /** The final JSON-RPC response. `httpStatus` for transports that have one. */
+  respond(json: string, httpStatus: number): void;
+  /** The request was cancelled: end the exchange without a JSON-RPC response. */
+  cancelled(): void;
+  /** Refused because the in-flight table is full (HTTP: 503 + Retry-After). */
+  busy(): void;
+}
+
+/** A request in progress, as the transport sees it. */
+export interface Running {
+  /** The client went away (modern era: that is the cancellation). Nothing more will be written. */
+  clientGone(reason: string): void;
+}
+
+export type NotificationOutcome =
+  | { readonly ok: true }
+  | { readonly ok: false; readonly body: string; readonly httpStatus: number };
+
+export interface EngineConfig {
+  readonly registry: Registry;
+  readonly counters: ServerCounters;
+  readonly tools: readonly Tool[];
+  readonly serverInfo: { readonly name: string; readonly version: string };
+  readonly instructions?: string | undefined;
+  /** Runs `pool: true` tools; absent when no tool needs it. */
+  readonly pool?: ToolPool | undefined;
+  /** How long a cancelled request's tool may keep running before it is killed. */
+  readonly streamCancelTimeoutMs: number;
+  /** Where refusals worth an operator's attention go. */
+  readonly log: (level: 'warn' | 'error', message: string) => void;
+}
+
+type Handler = (run: Run, params: Record<string, unknown> | undefined) => unknown;
+
+const kAccepted: NotificationOutcome = Object.freeze({ ok: true });
+const kCacheTtlMs = 60_000;
+
+/**
+ * The protocol core: method dispatch, request tracking and cancellation, for every transport.
+ * It never touches a socket: transports give it a `Reply` and call `clientGone` when theirs goes.
+ */
+export class Engine {
+  readonly config: EngineConfig;
+  readonly #tools = new Map<string, Tool>();
+  readonly #legacy = new Map<string, Handler>();
+  readonly #modern = new Map<string, Handler>();
+  readonly #toolList: readonly Record<string, unknown>[];
+
+  constructor(config: EngineConfig) {
+    this.config = config;
+    for (const tool of config.tools) this.#tools.set(tool.name, tool);
+    this.#toolList = config.tools.map((t) => {
+      const entry: Record<string, unknown> = { name: t.name, description: t.description, inputSchema: t.inputSchema };
+      if (t.title !== undefined) entry.title = t.title;
+      if (t.outputSchema !== undefined) entry.outputSchema = t.outputSchema;
+      if (t.annotations !== undefined) entry.annotations = t.annotations;
+      return entry;
+    });
+    const common: Array<[string, Handler]> = [
+      ['tools/list', (run, params) => this.#listTools(run, params)],
+      ['tools/call', (run, params) => this.#callTool(run, params)],
+    ];
+    for (const [name, handler] of common) {
+      this.#legacy.set(name, handler);
+      this.#modern.set(name, handler);
+    }
+    this.#legacy.set('initialize', (_run, params) => this.#initialize(params));
+    this.#legacy.set('ping', () => ({}));
+    this.#modern.set('server/discover', () => this.#discover());
+  }
+
+  /** True when the era implements the method (2026-07-28 answers 404 otherwise). */
+  implements(era: Era, method: string): boolean {
+    return (era === 'modern' ? this.#modern : this.#legacy).has(method);
+  }
+
+  /** The tool a tools/call names, if any (for transports that check Mcp-Name). */
+  tool(name: string): Tool | undefined {
+    return this.#tools.get(name);
+  }
+
+  /** Serves one request. Returns a handle for the transport, or undefined if it already ended. */
+  handleRequest(id: JsonRpcId, method: string, params: Record<string, unknown> | undefined, info: RequestInfo, reply: Reply): Running | undefined {
+    const { registry, counters } = this.config;
+    counters.add(Counter.Requests);
+    const handle = registry.track(id, info.scope);
+    if (!handle.ok) {
+      counters.add(Counter.Busy);
+      reply.busy();
+      return undefined;
+    }
+    const handler = (info.era === 'modern' ? this.#modern : this.#legacy).get(method);
+    const run = new Run(this, id, method, info, reply, handle);
+    if (handler === undefined) {
+      run.fail(new ProtocolError(ErrorCode.MethodNotFound, `Method not found: ${method}`, undefined, info.era === 'modern' ? 404 : 200));
+      return undefined;
+    }
+    run.start(handler, params);
+    return run.settled ? undefined : run;
+  }
+
+  /** Handles a notification. `notifications/cancelled` is honoured only for requests in flight in `scope`. */
+  handleNotification(method: string, params: unknown, info: RequestInfo): NotificationOutcome {
+    this.config.counters.add(Counter.Notifications);
+    if (method !== 'notifications/cancelled') return kAccepted;
+    if (params === undefined) return kAccepted;
+    if (params === null || typeof params !== 'object' || Array.isArray(params)) {
+      return { ok: false, httpStatus: 400, body: errorBody(null, ErrorCode.InvalidParams, 'notifications/cancelled requires a params object') };
+    }
+    const { requestId, reason } = params as { requestId?: unknown; reason?: unknown };
+    if (requestId === null || requestId === undefined) return kAccepted;
+    if (!validRequestId(requestId)) {
+      return { ok: false, httpStatus: 400, body: errorBody(null, ErrorCode.InvalidParams, 'notifications/cancelled needs a string or integer requestId of at most 256 bytes') };
+    }
+    const { registry } = this.config;
+    // Only a request in flight in the caller's own scope can be cancelled: anything else is ignored.
+    if (!registry.inFlight(requestId, info.scope)) return kAccepted;
+    const result = registry.cancel(requestId, reason, info.scope);
+    if (result.ok) return kAccepted;
+    this.config.log('warn', `sluice: cancellation refused for scope ${JSON.stringify(info.scope)}: ${result.error}`);
+    return {
+      ok: false,
+      httpStatus: 429,
+      body: errorBody(null, ErrorCode.CancellationLimitReached, 'Too many outstanding cancellations', { reason: result.error }),
+    };
+  }
+
+  /** Result decoration the modern era requires on every result. */
+  decorate(run: Run, result: Record<string, unknown>): Record<string, unknown> {
+    if (run.info.era !== 'modern') return result;
+    const meta = (result._meta !== null && typeof result._meta === 'object' ? result._meta : {}) as Record<string, unknown>;
+    return { ...result, resultType: 'complete', _meta: { ...meta, [kMetaServerInfo]: this.config.serverInfo } };
+  }
+
+  #initialize(params: Record<string, unknown> | undefined): Record<string, unknown> {
+    const requested = params?.protocolVersion;
+    const version = typeof requested === 'string' && (kLegacyVersions as readonly string[]).includes(requested) ? requested : kLegacyVersions[0];
+    const result: Record<string, unknown> = {
+      protocolVersion: version,
+      capabilities: { tools: { listChanged: false } },
+      serverInfo: this.config.serverInfo,
+    };
+    if (this.config.instructions !== undefined) result.instructions = this.config.instructions;
+    return result;
+  }
+
+  #discover(): Record<string, unknown> {
+    const result: Record<string, unknown> = {
+      supportedVersions: [kModernVersion, ...kLegacyVersions],
+      capabilities: { tools: { listChanged: false } },
+      ttlMs: kCacheTtlMs,
+      cacheScope: 'public',
+    };
+    if (this.config.instructions !== undefined) result.instructions = this.config.instructions;
+    return result;
+  }
+
+  #listTools(run: Run, params: Record<string, unknown> | undefined): Record<string, unknown> {
+    if (params?.cursor !== undefined) throw new ProtocolError(ErrorCode.InvalidParams, 'Invalid cursor');
+    return run.info.era === 'modern'
+      ? { tools: this.#toolList, ttlMs: kCacheTtlMs, cacheScope: 'public' }
+      : { tools: this.#toolList };
+  }
+
+  #callTool(run: Run, params: Record<string, unknown> | undefined): CallToolResult | Promise<CallToolResult> {
+    const name = params?.name;
+    if (typeof name !== 'string') throw new ProtocolError(ErrorCode.InvalidParams, 'tools/call needs a tool name');
+    const tool = this.#tools.get(name);
+    if (tool === undefined) throw new ProtocolError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
+    const args = params?.arguments ?? {};
+    if (args === null || typeof args !== 'object' || Array.isArray(args)) throw new ProtocolError(ErrorCode.InvalidParams, 'arguments must be an object');
+    const problem = checkSchema(tool.inputSchema, args);
+    if (problem !== undefined) return { content: [{ type: 'text', text: `Invalid arguments: ${problem}` }], isError: true };
+    const meta = params?._meta as Record<string, unknown> | undefined;
+    const token = meta?.progressToken;
+    const sink = (typeof token === 'string' || typeof token === 'number') && run.reply.canStream ? run.progressSink(token) : undefined;
+    if (tool.pool === true) {
+      const pool = this.config.pool;
+      if (pool === undefined) throw new ProtocolError(ErrorCode.InternalError, `tool ${name} runs in the pool, but the server has no pool`);
+      return run.runInPool(pool, tool.name, args as Record<string, unknown>, sink);
+    }
+    const ctx = new ToolContext(run.handle, sink);
+    run.ctx = ctx;
+    let output: ToolOutput | Promise<ToolOutput>;
+    try {
+      output = tool.handler(args as Record<string, unknown>, ctx);
+    } catch (error) {
+      return toolError(error);
+    }
+    return output instanceof Promise ? output.then(toCallToolResult, toolError) : toCallToolResult(output);
+  }
+}
+
+/** A thrown error becomes isError content; protocol errors stay protocol errors. */
+function toolError(error: unknown): CallToolResult {
+  if (error instanceof ProtocolError) throw error;
+  const message = error instanceof Error ? error.message : String(error);
+  return { content: [{ type: 'text', text: message }], isError: true };
+}
+
+/**
+ * One request from dispatch to release. Methods live on the prototype, so a request allocates one
+ * object, not a closure per step; the cancellation watcher is armed only if the handler goes async.
+ */
+class Run implements Running {
+  readonly engine: Engine;
+  readonly id: JsonRpcId;
+  readonly method: string;
+  readonly info: RequestInfo;
+  readonly reply: Reply;
+  readonly handle: TrackHandle;
+  readonly started = performance.now();
+  ctx: ToolContext | undefined;
+  /** Released: untracked and cleared. */
+  settled = false;
+  /** Nothing more may be written to the reply. */
+  ended = false;
+  #kill: ReturnType<typeof setTimeout> | undefined;
+  #poolAbort: AbortController | undefined;
+
+  constructor(engine: Engine, id: JsonRpcId, method: string, info: RequestInfo, reply: Reply, handle: TrackHandle) {
+    this.engine = engine;
+    this.id = id;
+    this.method = method;
+    this.info = info;
+    this.reply = reply;
+    this.handle = handle;
+  }
+
+  start(handler: Handler, params: Record<string, unknown> | undefined): void {
+    let out: unknown;
+    try {
+      out = handler(this, params);
+    } catch (error) {
+      this.fail(error);
+      return;
+    }
+    if (out instanceof Promise) {
+      this.handle.signal.addEventListener('abort', () => this.#cancelled(), { once: true });
+      out.then((result) => this.succeed(result as Record<string, unknown>), (error) => this.fail(error));
+    } else {
+      this.succeed(out as Record<string, unknown>);
+    }
+  }
+
+  succeed(result: Record<string, unknown>): void {
+    if (!this.ended) {
+      this.ended = true;
+      if (this.handle.cancelled) this.reply.cancelled();
+      else this.reply.respond(resultBody(this.id, this.engine.decorate(this, result)), 200);
+    }
+    this.#release(this.handle.cancelled ? 'cancelled' : 'ok');
+  }
+
+  fail(error: unknown): void {
+    if (!this.ended) {
+      this.ended = true;
+      if (this.handle.cancelled) {
+        this.reply.cancelled();
+      } else if (error instanceof ProtocolError) {
+        this.reply.respond(errorBody(this.id, error.rpcCode, error.message, error.data), error.httpStatus);
+      } else {
+        this.engine.config.log('error', `sluice: ${this.method} failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}`);
+        this.reply.respond(errorBody(this.id, ErrorCode.InternalError, 'Internal error'), 500);
+      }
+    }
+    this.#release(this.handle.cancelled ? 'cancelled' : 'error');
+  }
+
+  clientGone(reason: string): void {
+    if (this.ended || this.settled) return;
+    this.ended = true; // the stream is gone: nothing more is written
+    this.engine.config.registry.cancelRequest(this.handle, reason);
+    this.#armKill();
+  }
+
+  progressSink(token: string | number): ProgressSink {
+    return (progress, total, message) => {
+      if (this.ended) return;
+      const params: Record<string, unknown> = { progressToken: token, progress };
+      if (total !== undefined) params.total = total;
+      if (message !== undefined) params.message = message;
+      this.reply.notify(notificationBody('notifications/progress', params));
+    };
+  }
+
+  runInPool(pool: ToolPool, name: string, args: Record<string, unknown>, sink: ProgressSink | undefined): Promise<CallToolResult> {
+    this.#poolAbort = new AbortController();
+    return pool.run(name, args, this.handle, sink, this.#poolAbort.signal).catch((error: unknown) => {
+      if (this.#poolAbort?.signal.aborted) throw new CancelledError('killed');
+      return toolError(error);
+    });
+  }
+
+  #cancelled(): void {
+    if (this.ended || this.settled) return;
+    this.ended = true;
+    this.reply.cancelled();
+    this.#armKill();
+  }
+
+  #armKill(): void {
+    if (this.settled || this.#kill !== undefined) return;
+    this.#kill = setTimeout(() => this.#killNow(), this.engine.config.streamCancelTimeoutMs);
+    this.#kill.unref();
+  }
+
+  #killNow(): void {
+    if (this.settled) return;
+    this.ctx?.kill();
+    this.#poolAbort?.abort(new CancelledError('killed'));
+    this.engine.config.counters.add(Counter.Killed);
+    if (requestKilledChannel.hasSubscribers) requestKilledChannel.publish({ requestId: this.id, scope: this.info.scope });
+    this.#release('killed');
+  }
+
+  #release(status: 'ok' | 'error' | 'cancelled' | 'killed'): void {
+    if (this.settled) return;
+    this.settled = true;
+    if (this.#kill !== undefined) clearTimeout(this.#kill);
+    const { registry } = this.engine.config;
+    registry.untrack(this.handle);
+    registry.clear(this.id, this.info.scope);
+    if (requestStopChannel.hasSubscribers) {
+      requestStopChannel.publish({ method: this.method, durationMs: performance.now() - this.started, status });
+    }
+  }
+}

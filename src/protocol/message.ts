@@ -1,0 +1,63 @@
+import { validRequestId } from '../registry/index.js';
+import { ErrorCode } from './wire.js';
+import type { JsonRpcId } from './wire.js';
+
+/** One incoming JSON-RPC message, classified. */
+export type Incoming =
+  | { kind: 'request'; id: JsonRpcId; method: string; params: Record<string, unknown> | undefined }
+  | { kind: 'notification'; method: string; params: unknown }
+  | { kind: 'response' }
+  | { kind: 'invalid'; id: JsonRpcId | null; code: number; message: string };
+
+const hasOwn = Object.prototype.hasOwnProperty;
+
+/**
+ * Classifies a parsed JSON value. Never throws: anything malformed becomes `invalid` with the code to
+ * answer. A request id that the registry could not track (SPEC §3) is refused, so every request
+ * that runs can be cancelled.
+ */
+export function classify(value: unknown): Incoming {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    return { kind: 'invalid', id: null, code: ErrorCode.InvalidRequest, message: 'a JSON-RPC message must be an object' };
+  }
+  const m = value as Record<string, unknown>;
+  if (m.jsonrpc !== '2.0') return { kind: 'invalid', id: echoId(m.id), code: ErrorCode.InvalidRequest, message: 'jsonrpc must be "2.0"' };
+  if (!hasOwn.call(m, 'method')) {
+    if (hasOwn.call(m, 'result') || hasOwn.call(m, 'error')) return { kind: 'response' };
+    return { kind: 'invalid', id: echoId(m.id), code: ErrorCode.InvalidRequest, message: 'method is missing' };
+  }
+  if (typeof m.method !== 'string' || m.method.length === 0 || m.method.length > 256) {
+    return { kind: 'invalid', id: echoId(m.id), code: ErrorCode.InvalidRequest, message: 'method must be a non-empty string of at most 256 characters' };
+  }
+  if (!hasOwn.call(m, 'id')) return { kind: 'notification', method: m.method, params: m.params };
+  if (!validRequestId(m.id)) {
+    return { kind: 'invalid', id: null, code: ErrorCode.InvalidRequest, message: 'id must be an integer or a string of at most 256 UTF-8 bytes' };
+  }
+  const params = m.params;
+  if (params !== undefined && (params === null || typeof params !== 'object' || Array.isArray(params))) {
+    return { kind: 'invalid', id: m.id, code: ErrorCode.InvalidParams, message: 'params must be an object' };
+  }
+  return { kind: 'request', id: m.id, method: m.method, params: params as Record<string, unknown> | undefined };
+}
+
+/** The id to answer an invalid message with: its own, when that id is usable, else null. */
+function echoId(id: unknown): JsonRpcId | null {
+  return validRequestId(id) ? id : null;
+}
+
+/** Parses a body: the value, or undefined for broken JSON (including broken UTF-8). */
+export function parseJson(body: Uint8Array): { ok: true; value: unknown } | { ok: false } {
+  let text: string;
+  try {
+    text = kStrictDecoder.decode(body);
+  } catch {
+    return { ok: false };
+  }
+  try {
+    return { ok: true, value: JSON.parse(text) };
+  } catch {
+    return { ok: false };
+  }
+}
+
+const kStrictDecoder = new TextDecoder('utf-8', { fatal: true });

@@ -1,0 +1,114 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { KeyScratch, Roster, ShmTable, kLive, kStateMask } from '../../native-free-shm/index.js';
+import type { RosterDescriptor, RosterMember, TableDescriptor } from '../../native-free-shm/index.js';
+
+/** Session ids: 128 random bits as 32 hex characters. */
+const kIdBytes = 32;
+const kVCreated = 0;
+const kVSeen = 2;
+const kVPrincipal = 4; // 4 words: the first 128 bits of SHA-256(principal id), zero when anonymous
+const kValueWords = 8;
+
+export interface SessionStoreDescriptor {
+  readonly kind: 'sluice/sessions';
+  readonly roster: RosterDescriptor;
+  readonly table: TableDescriptor;
+}
+
+export type SessionLookup =
+  | { readonly ok: true; readonly slot: number; readonly ctl: number }
+  | { readonly ok: false };
+
+const kMissing: SessionLookup = Object.freeze({ ok: false });
+
+/**
+ * Legacy-era sessions in shared memory, so any HTTP worker can serve any session: id → created,
+ * last seen, and a digest of the principal that created it (a session is bound to its principal).
+ */
+export class SessionStore {
+  readonly #roster: Roster;
+  readonly #table: ShmTable;
+  readonly #member: RosterMember;
+  readonly #key = new KeyScratch(kIdBytes);
+  readonly #digest = new Int32Array(4);
+
+  static create(capacity: number, maxThreads: number): SessionStore {
+    const roster = Roster.create({ capacity: maxThreads });
+    const table = ShmTable.create({ capacity, maxKeyBytes: kIdBytes, valueWords: kValueWords, tableId: 0 }, roster);
+    return new SessionStore({ kind: 'sluice/sessions', roster: roster.descriptor, table: table.descriptor });
+  }
+
+  constructor(descriptor: SessionStoreDescriptor) {
+    this.#roster = Roster.attach(descriptor.roster);
+    this.#table = ShmTable.attach(descriptor.table, this.#roster);
+    this.#member = this.#roster.join();
+  }
+
+  get descriptor(): SessionStoreDescriptor {
+    return { kind: 'sluice/sessions', roster: this.#roster.descriptor, table: this.#table.descriptor };
+  }
+
+  /** A new session bound to `principalId` (undefined: anonymous). Undefined when the store is full. */
+  create(principalId: string | undefined): string | undefined {
+    const id = randomBytes(16).toString('hex');
+    this.#key.setString(id);
+    const t = this.#table;
+    const slot = t.claim(this.#key.words, this.#key.length, t.hash(this.#key.words, this.#key.length), this.#member);
+    if (slot < 0) return undefined;
+    const v = t.valueIndex(slot);
+    const now = Date.now();
+    t.f64[(v + kVCreated) >>> 1] = now;
+    t.f64[(v + kVSeen) >>> 1] = now;
+    this.#principalDigest(principalId);
+    for (let i = 0; i < 4; i++) t.i32[v + kVPrincipal + i] = this.#digest[i];
+    t.publish(slot, this.#member);
+    return id;
+  }
+
+  /** The live session with this id, owned by this principal; refreshes its idle clock. */
+  lookup(id: string, principalId: string | undefined, idleMs: number): SessionLookup {
+    if (id.length !== kIdBytes) return kMissing;
+    this.#key.setString(id);
+    const t = this.#table;
+    const slot = t.find(this.#key.words, this.#key.length, t.hash(this.#key.words, this.#key.length));
+    if (slot < 0) return kMissing;
+    const ctl = t.matchCtl;
+    const v = t.valueIndex(slot);
+    const now = Date.now();
+    if (now - t.f64[(v + kVSeen) >>> 1] > idleMs) return kMissing;
+    this.#principalDigest(principalId);
+    for (let i = 0; i < 4; i++) if (t.i32[v + kVPrincipal + i] !== this.#digest[i]) return kMissing;
+    t.f64[(v + kVSeen) >>> 1] = now;
+    return { ok: true, slot, ctl };
+  }
+
+  /** Ends a session (DELETE). */
+  delete(found: SessionLookup): void {
+    if (found.ok) this.#table.remove(found.slot, found.ctl);
+  }
+
+  /** Removes sessions idle longer than `idleMs`; returns how many. */
+  sweep(idleMs: number): number {
+    const t = this.#table;
+    const now = Date.now();
+    let removed = 0;
+    for (let s = 0; s < t.slots; s++) {
+      const c = t.ctl(s);
+      if ((c & kStateMask) === kLive && now - t.f64[(t.valueIndex(s) + kVSeen) >>> 1] > idleMs && t.remove(s, c) !== 0) removed++;
+    }
+    return removed;
+  }
+
+  threadExited(threadId: number): void {
+    this.#roster.release(threadId);
+  }
+
+  #principalDigest(principalId: string | undefined): void {
+    if (principalId === undefined) {
+      this.#digest.fill(0);
+      return;
+    }
+    const d = createHash('sha256').update(principalId).digest();
+    for (let i = 0; i < 4; i++) this.#digest[i] = d.readInt32LE(i * 4) | 1; // never all-zero (anonymous)
+  }
+}

@@ -1,0 +1,61 @@
+import { subscribe } from 'node:diagnostics_channel';
+import { parentPort, workerData } from 'node:worker_threads';
+import { collectTools } from '../tools/define.js';
+import type { Authenticate } from '../transport/http/endpoint.js';
+import type { ResolvedOptions } from './options.js';
+import { startRuntime } from './runtime.js';
+import type { SharedState } from './runtime.js';
+
+/** What the supervisor passes an HTTP worker. */
+export interface HttpWorkerData {
+  readonly shared: SharedState;
+  readonly options: ResolvedOptions;
+  readonly toolsModule: string;
+  readonly adapter: 'uws' | 'node';
+  readonly port: number;
+}
+
+/** Messages from an HTTP worker to the supervisor. */
+export type FromHttpWorker =
+  | { type: 'listening'; port: number }
+  | { type: 'failed'; message: string }
+  | { type: 'event'; channel: string; message: unknown }
+  | { type: 'log'; level: 'warn' | 'error'; message: string }
+  | { type: 'closed' };
+
+const kForwarded = ['sluice:request:cancelled', 'sluice:cancellation:cleanup', 'sluice:request:killed'];
+
+/** Entry of an HTTP worker thread (workers/http-worker.ts calls it). */
+export async function runHttpWorker(): Promise<void> {
+  const port = parentPort;
+  if (port === null) throw new Error('runHttpWorker must run in a worker thread');
+  const data = workerData as HttpWorkerData;
+  const send = (message: FromHttpWorker) => port.postMessage(message);
+  // diagnostics_channel is per thread: forward what a supervisor-side subscriber should see.
+  for (const channel of kForwarded) subscribe(channel, (message) => send({ type: 'event', channel, message }));
+  try {
+    const mod = (await import(data.toolsModule)) as Record<string, unknown>;
+    const tools = collectTools(mod.default ?? mod.tools ?? mod);
+    const authenticate = typeof mod.authenticate === 'function' ? (mod.authenticate as Authenticate) : undefined;
+    const runtime = await startRuntime({
+      shared: data.shared,
+      options: data.options,
+      tools,
+      toolsModule: data.toolsModule,
+      authenticate,
+      port: data.port,
+      log: (level, message) => send({ type: 'log', level, message }),
+    }, data.adapter);
+    port.on('message', (message: { type: string; graceMs?: number }) => {
+      if (message.type !== 'close') return;
+      void runtime.close(message.graceMs ?? 0).then(() => {
+        send({ type: 'closed' });
+        port.close();
+      });
+    });
+    send({ type: 'listening', port: runtime.listening.port });
+  } catch (error) {
+    send({ type: 'failed', message: error instanceof Error ? error.message : String(error) });
+    port.close();
+  }
+}

@@ -1,0 +1,133 @@
+import { availableParallelism } from 'node:os';
+import { SluiceError } from '../errors.js';
+import type { RegistryOptions } from '../registry/index.js';
+import type { Tool } from '../tools/define.js';
+import type { Authenticate } from '../transport/http/endpoint.js';
+
+/** Options of `createServer`. Every field but `tools` has a default. */
+export interface ServerOptions {
+  /**
+   * The tools: an array (served in this thread: one HTTP thread, no workers), or a module
+   * (path or URL) whose default export (or `tools` export) is the array, which every HTTP worker
+   * and the pool load. `pool: true` tools need the module form.
+   */
+  tools: readonly Tool[] | string | URL;
+  /** Default '127.0.0.1': bind to loopback unless told otherwise. */
+  host?: string;
+  /** Default 3000; 0 picks a free port. */
+  port?: number;
+  /** HTTP worker threads (module form only). Default: available parallelism. */
+  workers?: number;
+  /** 'auto' (default): uWebSockets.js, or node:http with a loud warning if uWS cannot load natively. */
+  http?: 'auto' | 'uws' | 'node';
+  /** MCP endpoint path. Default '/mcp'. */
+  path?: string;
+  /** Legacy-era sessions (MCP-Session-Id). Default true. */
+  sessions?: boolean;
+  /** Idle time after which a session expires (404). Default 30 minutes. */
+  sessionIdleMs?: number;
+  /** Sessions held at once. Default 10 000. */
+  maxSessions?: number;
+  /** Principal of a request (in-process form; in the module form, export `authenticate` from the tools module). */
+  authenticate?: Authenticate;
+  /** Take the client address from X-Forwarded-For (last hop). Only behind a proxy you run. Default false. */
+  trustProxy?: boolean;
+  /** Origins allowed besides loopback ones. */
+  allowedOrigins?: readonly string[];
+  /** Largest request body. Default 4 MiB (413 beyond). */
+  maxBodyBytes?: number;
+  /** Time to receive a whole body after the headers. Default 30 s (408). */
+  bodyTimeoutMs?: number;
+  /** How long a cancelled request's tool may run on before it is killed. Default 5000 ms. */
+  streamCancelTimeoutMs?: number;
+  /** Serve Prometheus text at GET /metrics. Default false. */
+  metrics?: boolean;
+  /** Registry bounds (SPEC §3). */
+  registry?: RegistryOptions;
+  /** Cancellation janitor: `false`, or its interval and TTL. Default every 60 s, TTL 5 min. */
+  janitor?: false | { intervalMs?: number; ttlMs?: number };
+  /** Grace period for in-flight requests at shutdown. Default 5000 ms. */
+  shutdownGraceMs?: number;
+  /** Pool threads per HTTP worker for `pool: true` tools. Default 1. */
+  poolThreads?: number;
+  /** Legacy era: treat a disconnect as a cancel (the spec says SHOULD NOT). Default false. */
+  cancelOnDisconnect?: boolean;
+  /** Add a `sluice-worker` header naming the serving thread. Default false. */
+  exposeWorker?: boolean;
+  serverInfo?: { name: string; version: string };
+  instructions?: string;
+}
+
+/** Options with defaults applied; structured-cloneable except `tools`/`authenticate` in-process. */
+export interface ResolvedOptions {
+  host: string;
+  port: number;
+  workers: number;
+  http: 'auto' | 'uws' | 'node';
+  path: string;
+  sessions: boolean;
+  sessionIdleMs: number;
+  maxSessions: number;
+  trustProxy: boolean;
+  allowedOrigins: readonly string[];
+  maxBodyBytes: number;
+  bodyTimeoutMs: number;
+  streamCancelTimeoutMs: number;
+  metrics: boolean;
+  janitor: false | { intervalMs: number; ttlMs: number };
+  shutdownGraceMs: number;
+  poolThreads: number;
+  cancelOnDisconnect: boolean;
+  exposeWorker: boolean;
+  serverInfo: { name: string; version: string };
+  instructions: string | undefined;
+}
+
+function integer(name: string, value: unknown, fallback: number, min: number, max: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    throw new SluiceError('invalid_option', `${name} must be an integer from ${min} to ${max}, got ${String(value)}`);
+  }
+  return value;
+}
+
+function bool(name: string, value: unknown, fallback: boolean): boolean {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'boolean') throw new SluiceError('invalid_option', `${name} must be a boolean, got ${String(value)}`);
+  return value;
+}
+
+export function resolveOptions(options: ServerOptions): ResolvedOptions {
+  if (options === null || typeof options !== 'object') throw new SluiceError('invalid_option', 'options must be an object');
+  const http = options.http ?? 'auto';
+  if (http !== 'auto' && http !== 'uws' && http !== 'node') throw new SluiceError('invalid_option', `http must be 'auto', 'uws' or 'node', got ${String(http)}`);
+  const janitor = options.janitor === false ? false : {
+    intervalMs: integer('janitor.intervalMs', options.janitor?.intervalMs, 60_000, 1, 2 ** 31 - 1),
+    ttlMs: integer('janitor.ttlMs', options.janitor?.ttlMs, 300_000, 0, Number.MAX_SAFE_INTEGER),
+  };
+  const path = options.path ?? '/mcp';
+  if (typeof path !== 'string' || !path.startsWith('/')) throw new SluiceError('invalid_option', `path must start with '/', got ${String(path)}`);
+  return {
+    host: typeof options.host === 'string' ? options.host : '127.0.0.1',
+    port: integer('port', options.port, 3000, 0, 65535),
+    workers: integer('workers', options.workers, availableParallelism(), 1, 256),
+    http,
+    path,
+    sessions: bool('sessions', options.sessions, true),
+    sessionIdleMs: integer('sessionIdleMs', options.sessionIdleMs, 30 * 60_000, 1, 2 ** 31 - 1),
+    maxSessions: integer('maxSessions', options.maxSessions, 10_000, 1, 10_000_000),
+    trustProxy: bool('trustProxy', options.trustProxy, false),
+    allowedOrigins: Array.isArray(options.allowedOrigins) ? options.allowedOrigins.map(String) : [],
+    maxBodyBytes: integer('maxBodyBytes', options.maxBodyBytes, 4 * 1024 * 1024, 1, 1 << 30),
+    bodyTimeoutMs: integer('bodyTimeoutMs', options.bodyTimeoutMs, 30_000, 1, 2 ** 31 - 1),
+    streamCancelTimeoutMs: integer('streamCancelTimeoutMs', options.streamCancelTimeoutMs, 5_000, 0, 2 ** 31 - 1),
+    metrics: bool('metrics', options.metrics, false),
+    janitor,
+    shutdownGraceMs: integer('shutdownGraceMs', options.shutdownGraceMs, 5_000, 0, 2 ** 31 - 1),
+    poolThreads: integer('poolThreads', options.poolThreads, 1, 1, 64),
+    cancelOnDisconnect: bool('cancelOnDisconnect', options.cancelOnDisconnect, false),
+    exposeWorker: bool('exposeWorker', options.exposeWorker, false),
+    serverInfo: options.serverInfo ?? { name: 'sluice', version: '0.1.0' },
+    instructions: options.instructions,
+  };
+}

@@ -1,0 +1,106 @@
+import { attachRegistry } from '../registry/index.js';
+import type { Registry, RegistryDescriptor } from '../registry/index.js';
+import { Engine } from '../protocol/engine.js';
+import { SessionStore } from '../sessions/store.js';
+import type { SessionStoreDescriptor } from '../sessions/store.js';
+import { ServerCounters } from '../telemetry/counters.js';
+import type { ServerCountersDescriptor } from '../telemetry/counters.js';
+import { ToolPool } from '../tools/pool.js';
+import type { Tool } from '../tools/define.js';
+import { HttpEndpoint } from '../transport/http/endpoint.js';
+import type { Authenticate } from '../transport/http/endpoint.js';
+import type { AdapterOptions, Listening } from '../transport/http/adapter.js';
+import { listenNode } from '../transport/http/node/adapter.js';
+import { listenUws } from '../transport/http/uws/adapter.js';
+import { loadUws } from '../transport/http/uws/load.js';
+import type { ResolvedOptions } from './options.js';
+
+/** The shared memory every thread of one server attaches. Structured-cloneable. */
+export interface SharedState {
+  readonly registry: RegistryDescriptor;
+  readonly counters: ServerCountersDescriptor;
+  readonly sessions: SessionStoreDescriptor | undefined;
+}
+
+export interface Runtime {
+  readonly listening: Listening;
+  readonly engine: Engine;
+  readonly registry: Registry;
+  close(graceMs: number): Promise<void>;
+}
+
+export interface RuntimeInput {
+  readonly shared: SharedState;
+  readonly options: ResolvedOptions;
+  readonly tools: readonly Tool[];
+  /** Module the pool loads; undefined in-process (then pool tools cannot run). */
+  readonly toolsModule: string | undefined;
+  readonly authenticate: Authenticate | undefined;
+  /** The port to listen on (the supervisor pins every worker to the first one's port). */
+  readonly port: number;
+  readonly log: (level: 'warn' | 'error', message: string) => void;
+}
+
+/** Picks the HTTP adapter: uWS when it loads natively, else node:http, never silently. */
+export function chooseAdapter(kind: 'auto' | 'uws' | 'node', log: (level: 'warn' | 'error', message: string) => void): 'uws' | 'node' {
+  if (kind === 'node') return 'node';
+  try {
+    loadUws();
+    return 'uws';
+  } catch (error) {
+    if (kind === 'uws') throw error;
+    log('warn', `sluice: WARNING: uWebSockets.js is not available natively (${(error as Error).message}); serving with node:http, which is several times slower and limited to one HTTP thread.`);
+    return 'node';
+  }
+}
+
+/** One HTTP serving thread's whole stack: registry attachment, engine, endpoint, adapter, pool. */
+export async function startRuntime(input: RuntimeInput, adapter: 'uws' | 'node'): Promise<Runtime> {
+  const { options, shared } = input;
+  const registry = attachRegistry(shared.registry);
+  const counters = new ServerCounters(shared.counters);
+  const sessions = shared.sessions === undefined ? undefined : new SessionStore(shared.sessions);
+  const needsPool = input.tools.some((t) => t.pool === true);
+  const pool = needsPool && input.toolsModule !== undefined
+    ? new ToolPool({ toolsModule: input.toolsModule, registry, registryDescriptor: shared.registry, threads: options.poolThreads })
+    : undefined;
+  const engine = new Engine({
+    registry,
+    counters,
+    tools: input.tools,
+    serverInfo: options.serverInfo,
+    instructions: options.instructions,
+    pool,
+    streamCancelTimeoutMs: options.streamCancelTimeoutMs,
+    log: input.log,
+  });
+  const endpoint = new HttpEndpoint(engine, {
+    path: options.path,
+    allowedOrigins: options.allowedOrigins,
+    sessions,
+    sessionIdleMs: options.sessionIdleMs,
+    authenticate: input.authenticate,
+    trustProxy: options.trustProxy,
+    maxBodyBytes: options.maxBodyBytes,
+    metrics: options.metrics,
+    cancelOnDisconnect: options.cancelOnDisconnect,
+    exposeWorker: options.exposeWorker,
+  });
+  const adapterOptions: AdapterOptions = {
+    host: options.host,
+    port: input.port,
+    maxBodyBytes: options.maxBodyBytes,
+    bodyTimeoutMs: options.bodyTimeoutMs,
+    handler: (ex) => endpoint.handle(ex),
+  };
+  const listening = adapter === 'uws' ? await listenUws(adapterOptions) : await listenNode(adapterOptions);
+  return {
+    listening,
+    engine,
+    registry,
+    close: async (graceMs) => {
+      await listening.close(graceMs);
+      await pool?.close();
+    },
+  };
+}

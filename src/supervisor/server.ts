@@ -1,0 +1,221 @@
+import { channel } from 'node:diagnostics_channel';
+import { createServer as createNetServer } from 'node:net';
+import { resolve as resolvePath } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import { SluiceError } from '../errors.js';
+import { createRegistry } from '../registry/index.js';
+import type { Registry } from '../registry/index.js';
+import { SessionStore } from '../sessions/store.js';
+import { ServerCounters } from '../telemetry/counters.js';
+import { collectTools } from '../tools/define.js';
+import type { Tool } from '../tools/define.js';
+import type { FromHttpWorker, HttpWorkerData } from './http-worker.js';
+import { resolveOptions } from './options.js';
+import type { ResolvedOptions, ServerOptions } from './options.js';
+import { chooseAdapter, startRuntime } from './runtime.js';
+import type { Runtime, SharedState } from './runtime.js';
+
+/** Threads the shared tables make room for (HTTP workers, pool threads, restarts in flight). */
+const kMaxThreads = 1024;
+
+export interface ServerAddress {
+  readonly host: string;
+  readonly port: number;
+  /** The MCP endpoint, e.g. http://127.0.0.1:3000/mcp */
+  readonly url: string;
+}
+
+/** A Sluice server: `listen()` to start, `close()` to stop gracefully. */
+export interface Server {
+  listen(): Promise<ServerAddress>;
+  close(): Promise<void>;
+  /** The registry, attached in this thread (counters, admin cancels). */
+  readonly registry: Registry;
+  /** The HTTP adapter in use once listening. */
+  readonly adapter: 'uws' | 'node' | undefined;
+  /** Thread ids of the HTTP workers (empty in-process). */
+  readonly workerThreadIds: readonly number[];
+}
+
+export interface ServerHooks {
+  /** Where warnings and errors go (default: stderr). */
+  log?: (level: 'warn' | 'error', message: string) => void;
+}
+
+/** Creates (but does not start) a server. Options are checked here, synchronously. */
+export function createServer(options: ServerOptions, hooks: ServerHooks = {}): Server {
+  const resolved = resolveOptions(options);
+  const log = hooks.log ?? ((_level, message) => { process.stderr.write(`${message}\n`); });
+  let tools: Tool[] | undefined;
+  let toolsModule: string | undefined;
+  if (typeof options.tools === 'string' || options.tools instanceof URL) {
+    const spec = options.tools instanceof URL ? options.tools.href : options.tools;
+    toolsModule = /^[a-z]+:/i.test(spec) ? spec : pathToFileURL(resolvePath(spec)).href;
+  } else if (Array.isArray(options.tools)) {
+    tools = collectTools(options.tools);
+    if (tools.length !== options.tools.length) throw new SluiceError('invalid_option', 'tools must all come from defineTool');
+    const pooled = tools.find((t) => t.pool === true);
+    if (pooled !== undefined) throw new SluiceError('invalid_option', `tool ${pooled.name} runs in the pool: give the tools as a module so pool threads can load it`);
+  } else {
+    throw new SluiceError('invalid_option', 'tools must be an array of tools or a module path/URL');
+  }
+  return new SluiceServer(resolved, tools, toolsModule, options, log);
+}
+
+class SluiceServer implements Server {
+  readonly registry: Registry;
+  adapter: 'uws' | 'node' | undefined;
+  readonly #options: ResolvedOptions;
+  readonly #tools: Tool[] | undefined;
+  readonly #toolsModule: string | undefined;
+  readonly #raw: ServerOptions;
+  readonly #log: (level: 'warn' | 'error', message: string) => void;
+  readonly #counters: ServerCounters;
+  readonly #sessions: SessionStore | undefined;
+  readonly #shared: SharedState;
+  readonly #workers = new Map<Worker, number>();
+  #runtime: Runtime | undefined;
+  #stopJanitor: (() => void) | undefined;
+  #sweep: ReturnType<typeof setInterval> | undefined;
+  #closing: Promise<void> | undefined;
+  #address: ServerAddress | undefined;
+
+  constructor(options: ResolvedOptions, tools: Tool[] | undefined, toolsModule: string | undefined, raw: ServerOptions, log: (level: 'warn' | 'error', message: string) => void) {
+    this.#options = options;
+    this.#tools = tools;
+    this.#toolsModule = toolsModule;
+    this.#raw = raw;
+    this.#log = log;
+    this.registry = createRegistry({ maxThreads: kMaxThreads, ...raw.registry });
+    this.#counters = ServerCounters.create(kMaxThreads);
+    this.#sessions = options.sessions ? SessionStore.create(options.maxSessions, kMaxThreads) : undefined;
+    this.#shared = { registry: this.registry.descriptor, counters: this.#counters.descriptor, sessions: this.#sessions?.descriptor };
+  }
+
+  get workerThreadIds(): readonly number[] {
+    return [...this.#workers.values()];
+  }
+
+  async listen(): Promise<ServerAddress> {
+    if (this.#address !== undefined) return this.#address;
+    const options = this.#options;
+    const adapter = chooseAdapter(options.http, this.#log);
+    this.adapter = adapter;
+    if (options.janitor !== false) this.#stopJanitor = this.registry.startJanitor(options.janitor);
+    if (this.#sessions !== undefined) {
+      const sessions = this.#sessions;
+      this.#sweep = setInterval(() => sessions.sweep(options.sessionIdleMs), Math.min(60_000, options.sessionIdleMs));
+      this.#sweep.unref();
+    }
+    let port: number;
+    if (this.#tools !== undefined) {
+      this.#runtime = await startRuntime({
+        shared: this.#shared, options, tools: this.#tools, toolsModule: undefined, authenticate: this.#raw.authenticate, port: options.port, log: this.#log,
+      }, adapter);
+      port = this.#runtime.listening.port;
+    } else {
+      let count = options.workers;
+      if (adapter === 'node' && count > 1) {
+        this.#log('warn', `sluice: node:http cannot share a port between threads on Node 20: serving with 1 HTTP worker instead of ${count}.`);
+        count = 1;
+      }
+      // SO_REUSEPORT cannot share a port the kernel picked for the first socket: pick one first.
+      port = options.port === 0 && count > 1 ? await freePort(options.host) : options.port;
+      try {
+        port = await this.#spawn(adapter, port);
+        await Promise.all(Array.from({ length: count - 1 }, () => this.#spawn(adapter, port)));
+      } catch (error) {
+        await this.close();
+        throw error;
+      }
+    }
+    const host = options.host.includes(':') ? `[${options.host}]` : options.host;
+    this.#address = { host: options.host, port, url: `http://${host}:${port}${options.path}` };
+    return this.#address;
+  }
+
+  /** Starts one HTTP worker on `port`; resolves with the port it listens on. */
+  #spawn(adapter: 'uws' | 'node', port: number): Promise<number> {
+    const data: HttpWorkerData = { shared: this.#shared, options: this.#options, toolsModule: this.#toolsModule!, adapter, port };
+    const worker = new Worker(new URL('../../workers/http-worker.js', import.meta.url), { workerData: data });
+    const threadId = worker.threadId;
+    this.#workers.set(worker, threadId);
+    return new Promise((resolve, reject) => {
+      let started = false;
+      worker.on('message', (message: FromHttpWorker) => {
+        switch (message.type) {
+          case 'listening':
+            started = true;
+            resolve(message.port);
+            break;
+          case 'failed':
+            reject(new SluiceError('listen_failed', `HTTP worker failed to start: ${message.message}`));
+            break;
+          case 'event':
+            channel(message.channel).publish(message.message);
+            break;
+          case 'log':
+            this.#log(message.level, message.message);
+            break;
+          case 'closed':
+            break;
+        }
+      });
+      worker.on('error', (error) => {
+        this.#log('error', `sluice: HTTP worker ${threadId} crashed: ${error.stack ?? error.message}`);
+      });
+      worker.once('exit', (code) => {
+        this.#workers.delete(worker);
+        // Whatever the thread held in shared memory is released, and its in-flight rows swept.
+        this.registry.threadExited(threadId);
+        this.#counters.threadExited(threadId);
+        this.#sessions?.threadExited(threadId);
+        this.registry.cleanup(Number.MAX_SAFE_INTEGER);
+        if (!started) {
+          reject(new SluiceError('listen_failed', `HTTP worker exited (code ${code}) before listening`));
+          return;
+        }
+        if (this.#closing === undefined) {
+          this.#log('error', `sluice: HTTP worker ${threadId} exited (code ${code}); starting a replacement`);
+          const again = setTimeout(() => {
+            if (this.#closing === undefined) this.#spawn(adapter, this.#address?.port ?? port).catch((error: unknown) => this.#log('error', `sluice: replacement worker failed: ${String(error)}`));
+          }, 100);
+          again.unref();
+        }
+      });
+    });
+  }
+
+  close(): Promise<void> {
+    this.#closing ??= this.#close();
+    return this.#closing;
+  }
+
+  async #close(): Promise<void> {
+    const grace = this.#options.shutdownGraceMs;
+    this.#stopJanitor?.();
+    if (this.#sweep !== undefined) clearInterval(this.#sweep);
+    if (this.#runtime !== undefined) await this.#runtime.close(grace);
+    await Promise.all([...this.#workers.keys()].map((worker) => new Promise<void>((done) => {
+      // Each worker closes its listen socket and connections itself (uWS aborts the process
+      // otherwise); terminate only one that does not finish in time.
+      const timer = setTimeout(() => { void worker.terminate(); }, grace + 2_000);
+      worker.once('exit', () => { clearTimeout(timer); done(); });
+      worker.postMessage({ type: 'close', graceMs: grace });
+    })));
+  }
+}
+
+/** A port that was free a moment ago on `host`. */
+function freePort(host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createNetServer();
+    probe.once('error', reject);
+    probe.listen(0, host, () => {
+      const address = probe.address();
+      const port = typeof address === 'object' && address !== null ? address.port : 0;
+      probe.close(() => resolve(port));
+    });
+  });
+}

@@ -1,0 +1,67 @@
+import { Roster } from '../../native-free-shm/index.js';
+import type { RosterDescriptor, RosterMember } from '../../native-free-shm/index.js';
+import type { RegistryCounters } from '../registry/index.js';
+
+/** Server-wide counters, each thread counting into its own padded block of shared memory. */
+export const Counter = {
+  Requests: 0,
+  Killed: 1,
+  Busy: 2,
+  Notifications: 3,
+} as const;
+export type Counter = (typeof Counter)[keyof typeof Counter];
+const kCount = 4;
+
+export interface ServerCountersDescriptor {
+  readonly kind: 'sluice/counters';
+  readonly roster: RosterDescriptor;
+}
+
+export class ServerCounters {
+  readonly #roster: Roster;
+  readonly #member: RosterMember;
+
+  static create(maxThreads: number): ServerCounters {
+    return new ServerCounters({ kind: 'sluice/counters', roster: Roster.create({ capacity: maxThreads, counters: kCount }).descriptor });
+  }
+
+  constructor(descriptor: ServerCountersDescriptor) {
+    this.#roster = Roster.attach(descriptor.roster);
+    this.#member = this.#roster.join();
+  }
+
+  get descriptor(): ServerCountersDescriptor {
+    return { kind: 'sluice/counters', roster: this.#roster.descriptor };
+  }
+
+  /** Single writer per block: a plain increment, no cross-thread traffic. */
+  add(counter: Counter, n = 1): void {
+    this.#member.counters[this.#member.counterBase + counter] += n;
+  }
+
+  sum(counter: Counter): number {
+    return this.#roster.sum(counter);
+  }
+
+  /** Frees this thread's block when the thread `threadId` is gone (its counts stay in the sums). */
+  threadExited(threadId: number): void {
+    this.#roster.release(threadId);
+  }
+}
+
+/** Prometheus text exposition (format 0.0.4) of the node-wide counters. */
+export function prometheusText(registry: RegistryCounters, server: ServerCounters): string {
+  const lines: string[] = [];
+  const metric = (name: string, type: 'counter' | 'gauge', help: string, value: number) => {
+    lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, `${name} ${value}`);
+  };
+  metric('sluice_requests_total', 'counter', 'JSON-RPC requests received (notifications excluded).', server.sum(Counter.Requests));
+  metric('sluice_requests_in_flight', 'gauge', 'Requests being served now, across every thread.', registry.inFlight);
+  metric('sluice_requests_refused_total', 'counter', 'Requests refused with 503 because the in-flight table was full.', server.sum(Counter.Busy));
+  metric('sluice_requests_killed_total', 'counter', 'Cancelled requests whose tool was still running after streamCancelTimeout.', server.sum(Counter.Killed));
+  metric('sluice_cancellations_total', 'counter', 'Cancellations recorded.', registry.cancellations);
+  metric('sluice_cancellations_refused_total', 'counter', 'Cancellations refused by the per-scope quota.', registry.cancellationsRefused);
+  metric('sluice_cancellation_evictions_total', 'counter', 'Cancellation rows evicted by the global cap.', registry.evictions);
+  metric('sluice_cancellation_rows', 'gauge', 'Cancellation rows held now.', registry.cancellationRows);
+  return `${lines.join('\n')}\n`;
+}

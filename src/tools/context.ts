@@ -1,0 +1,71 @@
+import { CancelledError, SluiceError } from '../errors.js';
+import type { RequestId, TrackHandle } from '../registry/index.js';
+
+/** Where progress goes: the request's SSE stream, or a port back to it from a pool thread. */
+export type ProgressSink = (progress: number, total: number | undefined, message: string | undefined) => void;
+
+/**
+ * What a tool handler gets besides its arguments. `cancelled` is one atomic load of the request's
+ * row, valid in the HTTP worker and in a pool thread alike; `signal` fires without polling.
+ */
+export class ToolContext {
+  readonly requestId: RequestId;
+  readonly scope: string;
+  readonly #handle: TrackHandle;
+  readonly #sink: ProgressSink | undefined;
+  #last = -Infinity;
+  #killed = false;
+  #local: AbortController | undefined;
+  #signal: AbortSignal | undefined;
+
+  constructor(handle: TrackHandle, sink: ProgressSink | undefined) {
+    this.#handle = handle;
+    this.#sink = sink;
+    this.requestId = handle.id;
+    this.scope = handle.scope;
+  }
+
+  /** True once the request is cancelled (by the client, a disconnect, or a kill). One atomic load. */
+  get cancelled(): boolean {
+    return this.#killed || this.#handle.cancelled;
+  }
+
+  /** The canceller's sanitised reason, if any. */
+  get reason(): string | undefined {
+    return this.#handle.reason;
+  }
+
+  throwIfCancelled(): void {
+    if (this.cancelled) throw new CancelledError(this.reason);
+  }
+
+  /** Aborts when the request is cancelled. Made on first access. */
+  get signal(): AbortSignal {
+    if (this.#signal === undefined) {
+      this.#local = new AbortController();
+      if (this.#killed) this.#local.abort(new CancelledError(this.reason ?? 'killed'));
+      this.#signal = AbortSignal.any([this.#handle.signal, this.#local.signal]);
+    }
+    return this.#signal;
+  }
+
+  /**
+   * Reports progress to the client, if it asked for progress (gave a progress token). Values that
+   * do not increase are not sent (the spec requires strictly increasing progress), and nothing is
+   * sent once the request is cancelled.
+   */
+  progress(progress: number, total?: number, message?: string): void {
+    if (typeof progress !== 'number' || !Number.isFinite(progress)) throw new SluiceError('invalid_option', 'progress must be a finite number');
+    if (total !== undefined && (typeof total !== 'number' || !Number.isFinite(total))) throw new SluiceError('invalid_option', 'total must be a finite number');
+    if (this.#sink === undefined || progress <= this.#last || this.cancelled) return;
+    this.#last = progress;
+    this.#sink(progress, total, typeof message === 'string' ? message : undefined);
+  }
+
+  /** The server gave up on this request: it is cancelled for good, and its signal aborts. */
+  kill(): void {
+    if (this.#killed) return;
+    this.#killed = true;
+    this.#local?.abort(new CancelledError(this.reason ?? 'killed'));
+  }
+}

@@ -1,0 +1,27 @@
+import { attachRegistry } from '../registry/index.js';
+import type { Registry, RegistryDescriptor } from '../registry/index.js';
+import { ToolContext } from './context.js';
+import { collectTools, toCallToolResult } from './define.js';
+import type { CallToolResult, Tool } from './define.js';
+import type { PoolTask } from './pool.js';
+
+let registry: Registry | undefined;
+let tools: Promise<Map<string, Tool>> | undefined;
+
+/** Inside a pool thread: load the tools module once, adopt the request's row, run the handler. */
+export async function runPoolTask(data: { toolsModule: string; registry: RegistryDescriptor }, task: PoolTask): Promise<CallToolResult> {
+  registry ??= attachRegistry(data.registry);
+  tools ??= import(data.toolsModule).then((m: Record<string, unknown>) => new Map(collectTools(m.default ?? m.tools ?? m).map((t) => [t.name, t])));
+  const tool = (await tools).get(task.name);
+  if (tool === undefined) throw new Error(`the pool's tools module has no tool named ${task.name}`);
+  const port = task.progress;
+  const ctx = new ToolContext(registry.adopt(task.ref), port === undefined ? undefined : (p, t, m) => port.postMessage([p, t, m]));
+  try {
+    const result = toCallToolResult(await tool.handler(task.args, ctx));
+    return JSON.parse(JSON.stringify(result)) as CallToolResult; // plain data across the thread boundary
+  } catch (error) {
+    return { content: [{ type: 'text', text: error instanceof Error ? error.message : String(error) }], isError: true };
+  } finally {
+    port?.close();
+  }
+}

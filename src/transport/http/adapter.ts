@@ -1,0 +1,24 @@
+import type { Exchange } from './exchange.js';
+
+/** What every HTTP adapter takes. */
+export interface AdapterOptions {
+  readonly host: string;
+  readonly port: number;
+  /** Bodies larger than this are refused with 413 as soon as that is known. */
+  readonly maxBodyBytes: number;
+  /** A body not fully received this long after the headers gets 408 (slow senders). */
+  readonly bodyTimeoutMs: number;
+  readonly handler: (exchange: Exchange) => void;
+}
+
+/** A listening adapter. */
+export interface Listening {
+  readonly host: string;
+  readonly port: number;
+  /** Stops accepting, ends open connections after `graceMs`, resolves when everything is closed. */
+  close(graceMs: number): Promise<void>;
+  /** Open requests now (for a graceful drain). */
+  readonly active: number;
+}
+
+export type AdapterKind = 'uws' | 'node';

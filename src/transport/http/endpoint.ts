@@ -1,0 +1,351 @@
+import { threadId } from 'node:worker_threads';
+import { Engine } from '../../protocol/engine.js';
+import type { Era, Reply, RequestInfo, Running } from '../../protocol/engine.js';
+import { classify, parseJson } from '../../protocol/message.js';
+import {
+  ErrorCode, errorBody, kAllVersions, kDefaultLegacyVersion, kLegacyVersions, kMetaClientCapabilities, kMetaProtocolVersion,
+  kModernVersion,
+} from '../../protocol/wire.js';
+import type { JsonRpcId } from '../../protocol/wire.js';
+import { clientBucket } from '../../registry/index.js';
+import type { SessionStore } from '../../sessions/store.js';
+import { prometheusText } from '../../telemetry/counters.js';
+import type { Exchange } from './exchange.js';
+import { kSseHeaders, sseEvent } from './sse.js';
+
+/** What `authenticate` sees of a request. */
+export interface AuthRequest {
+  header(name: string): string | undefined;
+  readonly remoteAddress: string;
+}
+
+/** An authenticated caller; only a string `id` scopes requests (SPEC §3). */
+export interface Principal {
+  readonly id?: unknown;
+}
+
+export type Authenticate = (request: AuthRequest) => Principal | undefined | null | Promise<Principal | undefined | null>;
+
+export interface HttpEndpointOptions {
+  /** The MCP endpoint path. */
+  readonly path: string;
+  /** Origins allowed besides loopback ones (exact match, e.g. 'https://app.example.com'). */
+  readonly allowedOrigins: readonly string[];
+  /** Legacy-era sessions: off, or on with an idle expiry. */
+  readonly sessions: SessionStore | undefined;
+  readonly sessionIdleMs: number;
+  readonly authenticate: Authenticate | undefined;
+  /** Take the client address from the last X-Forwarded-For entry (only behind a proxy you run). */
+  readonly trustProxy: boolean;
+  readonly maxBodyBytes: number;
+  readonly metrics: boolean;
+  /** Legacy era: treat a client disconnect as a cancel too (the spec says it SHOULD NOT be). */
+  readonly cancelOnDisconnect: boolean;
+  /** Add `sluice-worker: <threadId>` to responses (diagnostics and tests). */
+  readonly exposeWorker: boolean;
+}
+
+const kJson: readonly (readonly [string, string])[] = [['content-type', 'application/json']];
+const kNamedMethods = new Set(['tools/call', 'resources/read', 'prompts/get']);
+const kLoopbackHosts = new Set(['localhost', '127.0.0.1', '[::1]']);
+
+/**
+ * HTTP rules of MCP Streamable HTTP for both eras, over any adapter: Origin, sessions, headers,
+ * statuses, JSON or SSE replies. Everything after that is the engine's.
+ */
+export class HttpEndpoint {
+  readonly #engine: Engine;
+  readonly #o: HttpEndpointOptions;
+  readonly #worker: readonly (readonly [string, string])[];
+
+  constructor(engine: Engine, options: HttpEndpointOptions) {
+    this.#engine = engine;
+    this.#o = options;
+    this.#worker = options.exposeWorker ? [['sluice-worker', String(threadId)]] : [];
+  }
+
+  handle(ex: Exchange): void {
+    if (ex.path !== this.#o.path) {
+      if (ex.path === '/metrics' && this.#o.metrics && ex.method === 'GET') {
+        const { registry, counters } = this.#engine.config;
+        ex.respond(200, [['content-type', 'text/plain; version=0.0.4']], prometheusText(registry.counters(), counters));
+        return;
+      }
+      this.#plain(ex, 404, 'not found');
+      return;
+    }
+    const origin = ex.header('origin');
+    if (origin !== undefined && !this.#originAllowed(origin)) {
+      this.#error(ex, 403, null, ErrorCode.InvalidRequest, 'Forbidden: Origin not allowed');
+      return;
+    }
+    switch (ex.method) {
+      case 'POST':
+        void this.#post(ex).catch((error: unknown) => this.#crash(ex, error));
+        return;
+      case 'DELETE':
+        void this.#delete(ex).catch((error: unknown) => this.#crash(ex, error));
+        return;
+      default:
+        // No server-to-client stream is offered (GET), in either era.
+        ex.respond(405, [['allow', 'POST, DELETE'], ...this.#worker], '');
+    }
+  }
+
+  #originAllowed(origin: string): boolean {
+    if (this.#o.allowedOrigins.includes(origin)) return true;
+    try {
+      const url = new URL(origin);
+      return (url.protocol === 'http:' || url.protocol === 'https:') && kLoopbackHosts.has(url.hostname);
+    } catch {
+      return false;
+    }
+  }
+
+  async #principal(ex: Exchange): Promise<{ ok: true; id: string | undefined } | { ok: false }> {
+    const auth = this.#o.authenticate;
+    if (auth === undefined) return { ok: true, id: undefined };
+    try {
+      const principal = await auth({ header: (name) => ex.header(name.toLowerCase()), remoteAddress: ex.remoteAddress });
+      const id = principal?.id;
+      return { ok: true, id: typeof id === 'string' ? id : undefined };
+    } catch {
+      return { ok: false };
+    }
+  }
+
+  #address(ex: Exchange): string {
+    if (this.#o.trustProxy) {
+      const forwarded = ex.header('x-forwarded-for');
+      if (forwarded !== undefined) {
+        const hops = forwarded.split(',');
+        // The last hop is the one our own proxy appended: the only entry a client cannot forge.
+        return hops[hops.length - 1].trim();
+      }
+    }
+    return ex.remoteAddress;
+  }
+
+  async #delete(ex: Exchange): Promise<void> {
+    const store = this.#o.sessions;
+    const id = ex.header('mcp-session-id');
+    if (store === undefined) {
+      ex.respond(405, [['allow', 'POST'], ...this.#worker], '');
+      return;
+    }
+    if (id === undefined) {
+      this.#error(ex, 400, null, ErrorCode.InvalidRequest, 'Bad Request: Mcp-Session-Id header is required');
+      return;
+    }
+    const principal = await this.#principal(ex);
+    if (!principal.ok) return this.#error(ex, 401, null, ErrorCode.InvalidRequest, 'Unauthorized');
+    const found = store.lookup(id, principal.id, this.#o.sessionIdleMs);
+    if (!found.ok) return this.#error(ex, 404, null, ErrorCode.InvalidRequest, 'Session not found');
+    store.delete(found);
+    ex.respond(204, this.#worker, '');
+  }
+
+  async #post(ex: Exchange): Promise<void> {
+    const type = ex.header('content-type');
+    if (type === undefined || !type.toLowerCase().includes('application/json')) {
+      this.#error(ex, 415, null, ErrorCode.InvalidRequest, 'Unsupported Media Type: Content-Type must be application/json');
+      return;
+    }
+    const accept = ex.header('accept');
+    const streams = accept === undefined || accept.includes('text/event-stream') || accept.includes('*/*');
+    if (accept !== undefined && !streams && !accept.includes('application/json') && !accept.includes('application/*')) {
+      this.#error(ex, 406, null, ErrorCode.InvalidRequest, 'Not Acceptable: accept application/json or text/event-stream');
+      return;
+    }
+    const principal = await this.#principal(ex);
+    if (ex.aborted) return;
+    if (!principal.ok) return this.#error(ex, 401, null, ErrorCode.InvalidRequest, 'Unauthorized');
+    const body = await ex.readBody(this.#o.maxBodyBytes);
+    if (body === undefined || body === 'too_large') return;
+    const parsed = parseJson(body);
+    if (!parsed.ok) return this.#error(ex, 400, null, ErrorCode.ParseError, 'Parse error');
+    if (Array.isArray(parsed.value)) return this.#error(ex, 400, null, ErrorCode.InvalidRequest, 'Batches are not supported: send one message per POST');
+    const message = classify(parsed.value);
+    if (message.kind === 'invalid') return this.#error(ex, 400, message.id, message.code, message.message);
+    const params = message.kind === 'request' ? message.params : message.kind === 'notification' ? message.params : undefined;
+    const meta = params !== null && typeof params === 'object' ? (params as Record<string, unknown>)._meta : undefined;
+    const metaVersion = meta !== null && typeof meta === 'object' ? (meta as Record<string, unknown>)[kMetaProtocolVersion] : undefined;
+    const headerVersion = ex.header('mcp-protocol-version');
+    const method = message.kind === 'response' ? undefined : message.method;
+    const era: Era = method === 'initialize' ? 'legacy'
+      : metaVersion !== undefined || (headerVersion !== undefined && !(kLegacyVersions as readonly string[]).includes(headerVersion)) ? 'modern'
+        : 'legacy';
+    if (message.kind === 'response') {
+      // We send the client no requests, so there is nothing a response could answer.
+      if (era === 'modern') return this.#error(ex, 400, null, ErrorCode.InvalidRequest, 'Clients must not send responses');
+      ex.respond(202, this.#worker, '');
+      return;
+    }
+    const id: JsonRpcId | null = message.kind === 'request' ? message.id : null;
+    let info: RequestInfo;
+    let sessionHeader: string | undefined;
+    if (era === 'modern') {
+      const problem = this.#checkModern(ex, message.method, params as Record<string, unknown> | undefined, meta, metaVersion, headerVersion);
+      if (problem !== undefined) return this.#error(ex, problem[0], id, problem[1], problem[2], problem[3]);
+      info = { era, version: kModernVersion, scope: this.#scope(undefined, principal.id, ex) };
+    } else {
+      if (headerVersion !== undefined && !(kLegacyVersions as readonly string[]).includes(headerVersion)) {
+        return this.#error(ex, 400, id, ErrorCode.InvalidRequest, `Bad Request: unsupported MCP-Protocol-Version ${headerVersion}`);
+      }
+      let sessionId: string | undefined;
+      const store = this.#o.sessions;
+      if (store !== undefined && method !== 'initialize') {
+        const presented = ex.header('mcp-session-id');
+        if (presented === undefined) return this.#error(ex, 400, id, ErrorCode.InvalidRequest, 'Bad Request: Mcp-Session-Id header is required');
+        if (!store.lookup(presented, principal.id, this.#o.sessionIdleMs).ok) return this.#error(ex, 404, id, ErrorCode.InvalidRequest, 'Session not found');
+        sessionId = presented;
+      }
+      if (store !== undefined && method === 'initialize' && message.kind === 'request') {
+        sessionHeader = store.create(principal.id);
+        if (sessionHeader === undefined) {
+          ex.respond(503, [['retry-after', '1'], ...kJson, ...this.#worker], errorBody(id, ErrorCode.InternalError, 'Server busy: session table full'));
+          return;
+        }
+        sessionId = sessionHeader;
+      }
+      info = { era, version: headerVersion ?? kDefaultLegacyVersion, scope: this.#scope(sessionId, principal.id, ex) };
+    }
+    if (message.kind === 'notification') {
+      const outcome = this.#engine.handleNotification(message.method, message.params, info);
+      if (outcome.ok) ex.respond(202, this.#worker, '');
+      else ex.respond(outcome.httpStatus, [...kJson, ...this.#worker], outcome.body);
+      return;
+    }
+    const reply = new HttpReply(ex, streams, this.#worker, sessionHeader);
+    const running = this.#engine.handleRequest(message.id, message.method, message.params, info, reply);
+    if (running !== undefined) {
+      reply.running = running;
+      reply.cancelOnGone = era === 'modern' || this.#o.cancelOnDisconnect;
+      ex.onAbort(() => reply.gone());
+      if (ex.aborted) reply.gone();
+    }
+  }
+
+  /** 2026-07-28 header and _meta rules, in the order the conformance suite checks them. */
+  #checkModern(ex: Exchange, method: string, params: Record<string, unknown> | undefined, meta: unknown, metaVersion: unknown, headerVersion: string | undefined): [number, number, string, unknown?] | undefined {
+    if (headerVersion === undefined) return [400, ErrorCode.HeaderMismatch, 'MCP-Protocol-Version header is required'];
+    if (typeof metaVersion !== 'string') return [400, ErrorCode.InvalidParams, `_meta["${kMetaProtocolVersion}"] is required`];
+    if (headerVersion !== metaVersion) return [400, ErrorCode.HeaderMismatch, 'MCP-Protocol-Version header does not match _meta'];
+    if (metaVersion !== kModernVersion) {
+      return [400, ErrorCode.UnsupportedProtocolVersion, 'Unsupported protocol version', { supported: kAllVersions, requested: metaVersion }];
+    }
+    const methodHeader = ex.header('mcp-method');
+    if (methodHeader !== method) return [400, ErrorCode.HeaderMismatch, methodHeader === undefined ? 'Mcp-Method header is required' : 'Mcp-Method header does not match the body'];
+    if (kNamedMethods.has(method)) {
+      const named = params?.name ?? params?.uri;
+      const nameHeader = decodeHeaderValue(ex.header('mcp-name'));
+      if (nameHeader === undefined) return [400, ErrorCode.HeaderMismatch, 'Mcp-Name header is required'];
+      if (nameHeader !== named) return [400, ErrorCode.HeaderMismatch, 'Mcp-Name header does not match the body'];
+    }
+    const capabilities = (meta as Record<string, unknown>)[kMetaClientCapabilities];
+    if (capabilities === null || typeof capabilities !== 'object' || Array.isArray(capabilities)) {
+      return [400, ErrorCode.InvalidParams, `_meta["${kMetaClientCapabilities}"] is required`];
+    }
+    if (!this.#engine.implements('modern', method) && !method.startsWith('notifications/')) {
+      return [404, ErrorCode.MethodNotFound, `Method not found: ${method}`];
+    }
+    return undefined;
+  }
+
+  #scope(sessionId: string | undefined, principalId: string | undefined, ex: Exchange): string {
+    if (sessionId !== undefined) return `session:${sessionId}`;
+    if (principalId !== undefined) return `principal:${principalId}`;
+    return `ip:${clientBucket(this.#address(ex))}`;
+  }
+
+  #error(ex: Exchange, status: number, id: JsonRpcId | null, code: number, message: string, data?: unknown): void {
+    if (ex.aborted) return;
+    ex.respond(status, [...kJson, ...this.#worker], errorBody(id, code, message, data));
+  }
+
+  #plain(ex: Exchange, status: number, text: string): void {
+    ex.respond(status, [['content-type', 'text/plain'], ...this.#worker], text);
+  }
+
+  #crash(ex: Exchange, error: unknown): void {
+    this.#engine.config.log('error', `sluice: unexpected error serving a request: ${error instanceof Error ? error.stack ?? error.message : String(error)}`);
+    this.#error(ex, 500, null, ErrorCode.InternalError, 'Internal error');
+  }
+}
+
+/** `=?base64?…?=` values (2026-07-28 header encoding for unsafe characters) decoded; others as is. */
+function decodeHeaderValue(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  const m = /^=\?base64\?([A-Za-z0-9+/=]*)\?=$/.exec(value);
+  if (m === null) return value;
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(Buffer.from(m[1], 'base64'));
+  } catch {
+    return undefined;
+  }
+}
+
+/** The Reply of one HTTP request: JSON unless something is streamed first, then SSE. */
+class HttpReply implements Reply {
+  readonly canStream: boolean;
+  running: Running | undefined;
+  cancelOnGone = false;
+  readonly #ex: Exchange;
+  readonly #worker: readonly (readonly [string, string])[];
+  readonly #session: string | undefined;
+  #streaming = false;
+  #done = false;
+
+  constructor(ex: Exchange, canStream: boolean, worker: readonly (readonly [string, string])[], session: string | undefined) {
+    this.#ex = ex;
+    this.canStream = canStream;
+    this.#worker = worker;
+    this.#session = session;
+  }
+
+  #headers(base: readonly (readonly [string, string])[]): (readonly [string, string])[] {
+    const headers = [...base, ...this.#worker];
+    if (this.#session !== undefined) headers.push(['mcp-session-id', this.#session]);
+    return headers;
+  }
+
+  notify(json: string): void {
+    if (this.#done || this.#ex.aborted) return;
+    if (!this.#streaming) {
+      this.#streaming = true;
+      this.#ex.startStream(200, this.#headers(kSseHeaders));
+    }
+    if (!this.#ex.write(sseEvent(json))) this.gone();
+  }
+
+  respond(json: string, httpStatus: number): void {
+    if (this.#done || this.#ex.aborted) return;
+    this.#done = true;
+    if (this.#streaming) {
+      this.#ex.write(sseEvent(json));
+      this.#ex.end();
+    } else {
+      this.#ex.respond(httpStatus, this.#headers(kJson), json);
+    }
+  }
+
+  cancelled(): void {
+    if (this.#done || this.#ex.aborted) return;
+    this.#done = true;
+    if (this.#streaming) this.#ex.end();
+    else this.#ex.respond(202, this.#headers([]), '');
+  }
+
+  busy(): void {
+    if (this.#done || this.#ex.aborted) return;
+    this.#done = true;
+    this.#ex.respond(503, this.#headers([['retry-after', '1'], ...kJson]), errorBody(null, ErrorCode.InternalError, 'Server busy: too many requests in flight'));
+  }
+
+  /** The client went away (or a streamed write failed). */
+  gone(): void {
+    if (this.#done) return;
+    this.#done = true;
+    if (this.cancelOnGone) this.running?.clientGone('client disconnected');
+  }
+}

@@ -1,0 +1,152 @@
+import { createServer } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import { SluiceError } from '../../../errors.js';
+import type { AdapterOptions, Listening } from '../adapter.js';
+import type { Exchange } from '../exchange.js';
+import { kRequestHeaders } from '../exchange.js';
+
+/** node:http adapter: the same contract as the uWS one, for when uWS cannot load or is not wanted. */
+export function listenNode(options: AdapterOptions): Promise<Listening> {
+  const sockets = new Set<Socket>();
+  let active = 0;
+  const server = createServer({ requestTimeout: options.bodyTimeoutMs + 5_000, headersTimeout: 10_000, keepAliveTimeout: 5_000 }, (req, res) => {
+    active++;
+    res.once('close', () => { active--; });
+    options.handler(new NodeExchange(req, res, options));
+  });
+  server.maxHeadersCount = 100;
+  server.on('connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+  server.on('clientError', (_error, socket: Socket) => {
+    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
+    else socket.destroy();
+  });
+  return new Promise((resolve, reject) => {
+    server.once('error', (error) => reject(new SluiceError('listen_failed', `cannot listen on ${options.host}:${options.port}: ${error.message}`, { cause: error })));
+    server.listen(options.port, options.host, () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address !== null ? address.port : options.port;
+      resolve({
+        host: options.host,
+        port,
+        get active() { return active; },
+        close: (graceMs) => new Promise<void>((done) => {
+          server.close(() => done());
+          server.closeIdleConnections();
+          const timer = setTimeout(() => { for (const s of sockets) s.destroy(); }, graceMs);
+          timer.unref();
+          server.once('close', () => clearTimeout(timer));
+        }),
+      });
+    });
+  });
+}
+
+class NodeExchange implements Exchange {
+  readonly method: string;
+  readonly path: string;
+  readonly remoteAddress: string;
+  aborted = false;
+  readonly #req: IncomingMessage;
+  readonly #res: ServerResponse;
+  readonly #options: AdapterOptions;
+  readonly #headers = new Map<string, string>();
+  #onAbort: (() => void) | undefined;
+
+  constructor(req: IncomingMessage, res: ServerResponse, options: AdapterOptions) {
+    this.#req = req;
+    this.#res = res;
+    this.#options = options;
+    this.method = req.method ?? 'GET';
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    this.path = q === -1 ? url : url.slice(0, q);
+    this.remoteAddress = req.socket.remoteAddress ?? '';
+    for (const name of kRequestHeaders) {
+      const value = req.headers[name];
+      if (value !== undefined) this.#headers.set(name, Array.isArray(value) ? value.join(', ') : value);
+    }
+    res.once('close', () => {
+      if (!res.writableFinished) {
+        this.aborted = true;
+        this.#onAbort?.();
+      }
+    });
+  }
+
+  header(name: string): string | undefined {
+    return this.#headers.get(name);
+  }
+
+  onAbort(listener: () => void): void {
+    this.#onAbort = listener;
+  }
+
+  readBody(limit: number): Promise<Uint8Array | 'too_large' | undefined> {
+    const max = Math.min(limit, this.#options.maxBodyBytes);
+    const declared = Number(this.#headers.get('content-length'));
+    if (declared > max) return Promise.resolve(this.#tooLarge());
+    return new Promise((resolve) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      const timer = setTimeout(() => {
+        cleanup();
+        this.respond(408, [['connection', 'close']], '');
+        this.#req.destroy();
+        resolve(undefined);
+      }, this.#options.bodyTimeoutMs);
+      const onData = (chunk: Buffer) => {
+        size += chunk.length;
+        if (size > max) {
+          cleanup();
+          resolve(this.#tooLarge());
+          return;
+        }
+        chunks.push(chunk);
+      };
+      const onEnd = () => { cleanup(); resolve(Buffer.concat(chunks, size)); };
+      const onGone = () => { cleanup(); resolve(undefined); };
+      const cleanup = () => {
+        clearTimeout(timer);
+        this.#req.off('data', onData).off('end', onEnd).off('aborted', onGone).off('error', onGone);
+      };
+      this.#req.on('data', onData).once('end', onEnd).once('aborted', onGone).once('error', onGone);
+    });
+  }
+
+  #tooLarge(): 'too_large' {
+    this.respond(413, [['connection', 'close'], ['content-type', 'application/json']], '{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Payload Too Large"}}');
+    this.#req.resume();
+    setImmediate(() => this.#req.destroy());
+    return 'too_large';
+  }
+
+  respond(status: number, headers: readonly (readonly [string, string])[], body: string): void {
+    if (this.aborted || this.#res.headersSent) return;
+    const res = this.#res;
+    res.statusCode = status;
+    for (const [k, v] of headers) res.setHeader(k, v);
+    res.setHeader('content-length', Buffer.byteLength(body));
+    res.end(body);
+  }
+
+  startStream(status: number, headers: readonly (readonly [string, string])[]): void {
+    if (this.aborted || this.#res.headersSent) return;
+    this.#res.statusCode = status;
+    for (const [k, v] of headers) this.#res.setHeader(k, v);
+    this.#res.flushHeaders();
+  }
+
+  write(chunk: string): boolean {
+    if (this.aborted || this.#res.destroyed) return false;
+    this.#res.write(chunk);
+    return true;
+  }
+
+  end(): void {
+    if (!this.aborted) this.#res.end();
+  }
+}

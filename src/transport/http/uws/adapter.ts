@@ -1,0 +1,187 @@
+import { SluiceError } from '../../../errors.js';
+import type { AdapterOptions, Listening } from '../adapter.js';
+import type { Exchange } from '../exchange.js';
+import { kRequestHeaders, kStatusText } from '../exchange.js';
+import { loadUws } from './load.js';
+import type { UwsResponse } from './load.js';
+
+const kDecoder = new TextDecoder();
+
+/** uWebSockets.js adapter. Several threads may listen on one port (SO_REUSEPORT, Linux). */
+export function listenUws(options: AdapterOptions): Promise<Listening> {
+  const uws = loadUws();
+  const open = new Set<UwsExchange>();
+  const app = uws.App().any('/*', (res, req) => {
+    const ex = new UwsExchange(res, req.getMethod().toUpperCase(), req.getUrl(), (name) => req.getHeader(name), options, open);
+    options.handler(ex);
+  });
+  return new Promise((resolve, reject) => {
+    app.listen(options.host, options.port, (socket) => {
+      if (!socket) {
+        reject(new SluiceError('listen_failed', `uWebSockets.js cannot listen on ${options.host}:${options.port}`));
+        return;
+      }
+      resolve({
+        host: options.host,
+        port: uws.us_socket_local_port(socket),
+        get active() { return open.size; },
+        close: async (graceMs) => {
+          // uWS aborts the process if a thread exits with sockets open: close the listener first,
+          // let open requests finish for graceMs, then close what is left.
+          uws.us_listen_socket_close(socket);
+          const deadline = Date.now() + graceMs;
+          while (open.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+          for (const ex of open) ex.forceClose();
+          app.close?.();
+        },
+      });
+    });
+  });
+}
+
+class UwsExchange implements Exchange {
+  readonly method: string;
+  readonly path: string;
+  readonly remoteAddress: string;
+  aborted = false;
+  readonly #res: UwsResponse;
+  readonly #headers = new Map<string, string>();
+  readonly #options: AdapterOptions;
+  readonly #open: Set<UwsExchange>;
+  #onAbort: (() => void) | undefined;
+  #chunks: Buffer[] = [];
+  #size = 0;
+  #complete = false;
+  #tooLarge = false;
+  #waiter: ((body: Uint8Array | 'too_large' | undefined) => void) | undefined;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #ended = false;
+
+  constructor(res: UwsResponse, method: string, url: string, header: (name: string) => string, options: AdapterOptions, open: Set<UwsExchange>) {
+    this.#res = res;
+    this.#options = options;
+    this.#open = open;
+    this.method = method;
+    const q = url.indexOf('?');
+    this.path = q === -1 ? url : url.slice(0, q);
+    // HttpRequest lives only in this synchronous call: copy what we need now.
+    for (const name of kRequestHeaders) {
+      const value = header(name);
+      if (value !== '') this.#headers.set(name, value);
+    }
+    this.remoteAddress = kDecoder.decode(res.getRemoteAddressAsText());
+    open.add(this);
+    res.onAborted(() => {
+      this.aborted = true;
+      this.#finish();
+      this.#settle(undefined);
+      this.#onAbort?.();
+    });
+    if (method === 'POST' || method === 'PUT' || method === 'PATCH' || method === 'DELETE') {
+      const declared = Number(this.#headers.get('content-length'));
+      if (declared > options.maxBodyBytes) {
+        this.#refuseTooLarge();
+        return;
+      }
+      // Buffer from the start: chunks arriving before readBody is called must not be lost.
+      res.onData((chunk, isLast) => {
+        if (this.#tooLarge || this.aborted) return;
+        this.#size += chunk.byteLength;
+        if (this.#size > options.maxBodyBytes) {
+          this.#refuseTooLarge();
+          return;
+        }
+        this.#chunks.push(Buffer.from(chunk.slice(0))); // the ArrayBuffer is detached after this call
+        if (isLast) {
+          this.#complete = true;
+          this.#settle(Buffer.concat(this.#chunks, this.#size));
+        }
+      });
+      this.#timer = setTimeout(() => {
+        if (this.#complete || this.aborted) return;
+        this.respond(408, [['connection', 'close']], '');
+        this.#settle(undefined);
+      }, options.bodyTimeoutMs);
+    } else {
+      this.#complete = true;
+    }
+  }
+
+  header(name: string): string | undefined {
+    return this.#headers.get(name);
+  }
+
+  onAbort(listener: () => void): void {
+    this.#onAbort = listener;
+  }
+
+  readBody(limit: number): Promise<Uint8Array | 'too_large' | undefined> {
+    if (this.#tooLarge) return Promise.resolve('too_large');
+    if (this.aborted) return Promise.resolve(undefined);
+    if (this.#size > limit) {
+      this.#refuseTooLarge();
+      return Promise.resolve('too_large');
+    }
+    if (this.#complete) return Promise.resolve(Buffer.concat(this.#chunks, this.#size));
+    return new Promise((resolve) => { this.#waiter = resolve; });
+  }
+
+  #settle(body: Uint8Array | 'too_large' | undefined): void {
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    const waiter = this.#waiter;
+    this.#waiter = undefined;
+    this.#chunks = [];
+    waiter?.(body);
+  }
+
+  #refuseTooLarge(): void {
+    if (this.#tooLarge) return;
+    this.#tooLarge = true;
+    this.respond(413, [['content-type', 'application/json']], '{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Payload Too Large"}}', true);
+    this.#settle('too_large');
+  }
+
+  respond(status: number, headers: readonly (readonly [string, string])[], body: string, closeConnection = false): void {
+    if (this.aborted || this.#ended) return;
+    this.#ended = true;
+    this.#res.cork(() => {
+      this.#res.writeStatus(`${status} ${kStatusText[status] ?? ''}`);
+      for (const [k, v] of headers) this.#res.writeHeader(k, v);
+      if (status === 204) this.#res.endWithoutBody(0, closeConnection);
+      else this.#res.end(body, closeConnection);
+    });
+    this.#finish();
+  }
+
+  startStream(status: number, headers: readonly (readonly [string, string])[]): void {
+    if (this.aborted || this.#ended) return;
+    this.#res.cork(() => {
+      this.#res.writeStatus(`${status} ${kStatusText[status] ?? ''}`);
+      for (const [k, v] of headers) this.#res.writeHeader(k, v);
+      this.#res.write(''); // sends the status line and headers now
+    });
+  }
+
+  write(chunk: string): boolean {
+    if (this.aborted || this.#ended) return false;
+    this.#res.cork(() => { this.#res.write(chunk); }); // false only means buffered, not gone
+    return true;
+  }
+
+  end(): void {
+    if (this.aborted || this.#ended) return;
+    this.#ended = true;
+    this.#res.cork(() => { this.#res.end(); });
+    this.#finish();
+  }
+
+  forceClose(): void {
+    if (this.aborted || this.#ended) return;
+    this.#res.close();
+  }
+
+  #finish(): void {
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#open.delete(this);
+  }
+}
