@@ -37,7 +37,7 @@ export interface Reply {
   /** The request was cancelled: end the exchange without a JSON-RPC response. */
   cancelled(): void;
   /** Refused because the in-flight table is full (HTTP: 503 + Retry-After). */
-  busy(): void;
+  busy(id: JsonRpcId): void;
 }
 
 /** A request in progress, as the transport sees it. */
@@ -120,7 +120,7 @@ export class Engine {
     const handle = registry.track(id, info.scope);
     if (!handle.ok) {
       counters.add(Counter.Busy);
-      reply.busy();
+      reply.busy(id);
       return undefined;
     }
     const handler = (info.era === 'modern' ? this.#modern : this.#legacy).get(method);

@@ -336,10 +336,10 @@ class HttpReply implements Reply {
     else this.#ex.respond(202, this.#headers([]), '');
   }
 
-  busy(): void {
+  busy(id: JsonRpcId): void {
     if (this.#done || this.#ex.aborted) return;
     this.#done = true;
-    this.#ex.respond(503, this.#headers([['retry-after', '1'], ...kJson]), errorBody(null, ErrorCode.InternalError, 'Server busy: too many requests in flight'));
+    this.#ex.respond(503, this.#headers([['retry-after', '1'], ...kJson]), errorBody(id, ErrorCode.InternalError, 'Server busy: too many requests in flight'));
   }
 
   /** The client went away (or a streamed write failed). */
