@@ -1,0 +1,62 @@
+import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createServer } from '../../src/index.js';
+import type { Server, ServerAddress, ServerOptions } from '../../src/index.js';
+
+/** The fixture tools module (plain .mjs: worker threads load it without vitest's transform). */
+export const kToolsModule = new URL('../fixtures/server-tools.mjs', import.meta.url);
+
+export interface TestServer {
+  server: Server;
+  address: ServerAddress;
+  logs: string[];
+  close(): Promise<void>;
+}
+
+/** A real server on loopback with the fixture tools; logs are captured, not printed. */
+export async function startServer(options: Partial<ServerOptions> = {}): Promise<TestServer> {
+  const logs: string[] = [];
+  const server = createServer({ tools: kToolsModule, port: 0, workers: 2, exposeWorker: true, janitor: false, ...options }, { log: (_level, message) => { logs.push(message); } });
+  const address = await server.listen();
+  return { server, address, logs, close: () => server.close() };
+}
+
+/** A fresh file path for a tool's `record` argument. */
+export function recordPath(): string {
+  return join(mkdtempSync(join(tmpdir(), 'sluice-test-')), 'record.txt');
+}
+
+/** Lines a tool recorded so far. */
+export function recorded(path: string): string[] {
+  return existsSync(path) ? readFileSync(path, 'utf8').trim().split('\n').filter((l) => l !== '') : [];
+}
+
+/** Polls until `check` is true (bounded; throws on time-out). */
+export async function until(check: () => boolean, timeoutMs = 10_000, what = 'condition'): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+export const kAccept = 'application/json, text/event-stream';
+
+/** Legacy initialize; returns the session id. */
+export async function initialize(url: string, version = '2025-11-25'): Promise<string> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: kAccept },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: version, capabilities: {}, clientInfo: { name: 'test', version: '1' } } }),
+  });
+  if (res.status !== 200) throw new Error(`initialize: ${res.status} ${await res.text()}`);
+  const session = res.headers.get('mcp-session-id');
+  if (session === null) throw new Error('no session id');
+  return session;
+}
+
+/** Modern-era _meta for a request. */
+export function modernMeta(extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {}, ...extra };
+}
