@@ -14,6 +14,7 @@ import type { FromHttpWorker, HttpWorkerData } from './http-worker.js';
 import { resolveOptions } from './options.js';
 import type { ResolvedOptions, ServerOptions } from './options.js';
 import { chooseAdapter, startRuntime } from './runtime.js';
+import { threadEntry } from './entry.js';
 import type { Runtime, SharedState } from './runtime.js';
 
 /** Threads the shared tables make room for (HTTP workers, pool threads, restarts in flight). */
@@ -138,7 +139,7 @@ class SluiceServer implements Server {
   /** Starts one HTTP worker on `port`; resolves with the port it listens on. */
   #spawn(adapter: 'uws' | 'node', port: number): Promise<number> {
     const data: HttpWorkerData = { shared: this.#shared, options: this.#options, toolsModule: this.#toolsModule!, adapter, port };
-    const worker = new Worker(new URL('../../workers/http-worker.js', import.meta.url), { workerData: data });
+    const worker = new Worker(threadEntry('http-worker'), { workerData: data });
     const threadId = worker.threadId;
     this.#workers.set(worker, threadId);
     return new Promise((resolve, reject) => {

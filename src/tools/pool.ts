@@ -1,6 +1,7 @@
 import { MessageChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import type { Registry, RegistryDescriptor, TrackHandle } from '../registry/index.js';
+import { threadEntry } from '../supervisor/entry.js';
 import type { ProgressSink } from './context.js';
 import type { CallToolResult } from './define.js';
 
@@ -32,7 +33,7 @@ export class ToolPool {
   constructor(options: ToolPoolOptions) {
     const threads = options.threads ?? 1;
     this.#piscina = new Piscina({
-      filename: new URL('../../workers/pool-worker.js', import.meta.url).href,
+      filename: threadEntry('pool-worker').href,
       minThreads: threads,
       maxThreads: threads,
       idleTimeout: 60_000,
