@@ -46,6 +46,13 @@ export async function runHttpWorker(): Promise<void> {
       port: data.port,
       log: (level, message) => send({ type: 'log', level, message }),
     }, data.adapter);
+    // A thread that ends with uWS sockets open aborts the whole process: on a crash (an error no
+    // one caught, a rejection no one handled) close every socket first, then end this thread only.
+    process.on('uncaughtException', (error) => {
+      send({ type: 'log', level: 'error', message: `sluice: HTTP worker crashed: ${error instanceof Error ? error.stack ?? error.message : String(error)}` });
+      runtime.listening.abort();
+      setTimeout(() => process.exit(70), 20);
+    });
     port.on('message', (message: { type: string; graceMs?: number }) => {
       if (message.type !== 'close') return;
       void runtime.close(message.graceMs ?? 0).then(() => {

@@ -30,6 +30,16 @@ export function post(url: string, message: unknown, headers: Record<string, stri
  * A keep-alive agent whose one connection is served by a worker thread other than `notThread`:
  * new connections are opened until the kernel hands one to another thread.
  */
+export async function agentOnWorker(url: string, thread: string, headers: Record<string, string>, probe: unknown): Promise<Agent> {
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const res = await post(url, probe, headers, agent);
+    if (String(res.headers['sluice-worker']) === thread) return agent;
+    agent.destroy();
+  }
+  throw new Error(`no connection landed on worker ${thread}`);
+}
+
 export async function agentOnOtherWorker(url: string, notThread: string, headers: Record<string, string>, probe: unknown): Promise<{ agent: Agent; thread: string }> {
   for (let attempt = 0; attempt < 200; attempt++) {
     const agent = new Agent({ keepAlive: true, maxSockets: 1 });

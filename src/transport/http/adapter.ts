@@ -19,6 +19,11 @@ export interface Listening {
   close(graceMs: number): Promise<void>;
   /** Open requests now (for a graceful drain). */
   readonly active: number;
+  /**
+   * Closes the listener and every connection at once, synchronously: what a thread that is about to
+   * die must do first (uWS aborts the whole process if a thread ends with its sockets open).
+   */
+  abort(): void;
 }
 
 export type AdapterKind = 'uws' | 'node';

@@ -33,6 +33,10 @@ export function listenNode(options: AdapterOptions): Promise<Listening> {
         host: options.host,
         port,
         get active() { return active; },
+        abort: () => {
+          server.close();
+          for (const s of sockets) s.destroy();
+        },
         close: (graceMs) => new Promise<void>((done) => {
           server.close(() => done());
           server.closeIdleConnections();

@@ -25,6 +25,11 @@ export function listenUws(options: AdapterOptions): Promise<Listening> {
         host: options.host,
         port: uws.us_socket_local_port(socket),
         get active() { return open.size; },
+        abort: () => {
+          uws.us_listen_socket_close(socket);
+          for (const ex of open) ex.forceClose();
+          app.close?.();
+        },
         close: async (graceMs) => {
           // uWS aborts the process if a thread exits with sockets open: close the listener first,
           // let open requests finish for graceMs, then close what is left.
