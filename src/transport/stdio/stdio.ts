@@ -78,6 +78,12 @@ export function serveStdio(engine: Engine, options: StdioOptions): Promise<void>
         pendingSize = 0;
         continue;
       }
+      if (pendingSize + piece.length > maxLineBytes) {
+        pending = [];
+        pendingSize = 0;
+        write(errorBody(null, ErrorCode.ParseError, 'Line too long'));
+        continue;
+      }
       const line = pendingSize === 0 ? piece.toString('utf8') : Buffer.concat([...pending, piece]).toString('utf8');
       pending = [];
       pendingSize = 0;

@@ -1,0 +1,64 @@
+import { PassThrough } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { serveStdioServer } from '../../src/index.js';
+import { kToolsModule, recordPath, recorded, until } from '../helpers/server.js';
+
+/** A stdio server on in-memory streams: write lines, read the lines it answers. */
+function stdio(maxBodyBytes?: number) {
+  const input = new PassThrough();
+  const output = new PassThrough();
+  const lines: Record<string, unknown>[] = [];
+  let buffered = '';
+  output.on('data', (chunk: Buffer) => {
+    buffered += chunk.toString('utf8');
+    let i;
+    while ((i = buffered.indexOf('\n')) !== -1) {
+      lines.push(JSON.parse(buffered.slice(0, i)) as Record<string, unknown>);
+      buffered = buffered.slice(i + 1);
+    }
+  });
+  const logs: string[] = [];
+  const done = serveStdioServer({ tools: kToolsModule, input, output, log: (_l, m) => { logs.push(m); }, ...(maxBodyBytes === undefined ? {} : { maxBodyBytes }) });
+  const send = (message: unknown) => input.write(`${typeof message === 'string' ? message : JSON.stringify(message)}\n`);
+  return { input, lines, logs, done, send };
+}
+
+describe('stdio transport', () => {
+  it('serves requests, streams progress, and a notifications/cancelled line stops the tool with no response', async () => {
+    const s = stdio();
+    s.send({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } });
+    s.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    const record = recordPath();
+    s.send({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'block', arguments: { ms: 10_000, tick: 20, record }, _meta: { progressToken: 'p' } } });
+    s.send({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'echo', arguments: { text: 'concurrent' } } });
+    await until(() => s.lines.filter((l) => l.method === 'notifications/progress').length >= 2, 10_000, 'progress');
+    s.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 2, reason: 'enough' } });
+    await until(() => recorded(record).some((l) => l.startsWith('cancelled')), 10_000, 'the cancel');
+    expect(recorded(record).at(-1)).toContain('reason=enough');
+    s.input.end();
+    await s.done;
+    expect(s.lines.find((l) => l.id === 1)).toMatchObject({ result: { protocolVersion: '2025-06-18' } });
+    expect(s.lines.find((l) => l.id === 3)).toMatchObject({ result: { content: [{ type: 'text', text: 'concurrent' }] } });
+    expect(s.lines.some((l) => l.id === 2)).toBe(false); // cancelled: no response at all
+  });
+
+  it('answers malformed lines with errors, never a notification, and carries on', async () => {
+    const s = stdio(1024);
+    s.send('not json');
+    s.send('[1,2]');
+    s.send({ jsonrpc: '2.0', id: 1.5, method: 'ping' });
+    s.send({ jsonrpc: '2.0', id: 'x'.repeat(300), method: 'ping' });
+    s.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: [1] }); // malformed notification: logged only
+    s.send(JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'echo', arguments: { text: 'y'.repeat(5000) } } }));
+    s.send({ jsonrpc: '2.0', id: 10, method: 'tools/call', params: { name: 'echo', arguments: { text: 'still here' } } });
+    s.send({ jsonrpc: '2.0', id: 11, method: 'tools/call', params: { name: 'spin', arguments: { ms: 5 } } });
+    await until(() => s.lines.some((l) => l.id === 11), 10_000, 'the last answer');
+    s.input.end();
+    await s.done;
+    const codes = s.lines.filter((l) => l.error !== undefined).map((l) => [l.id, (l.error as { code: number }).code]);
+    expect(codes).toEqual([[null, -32700], [null, -32600], [null, -32600], [null, -32600], [null, -32700]]);
+    expect(s.logs.some((l) => l.includes('notifications/cancelled refused'))).toBe(true);
+    expect(s.lines.find((l) => l.id === 10)).toMatchObject({ result: { content: [{ text: 'still here' }] } });
+    expect(s.lines.find((l) => l.id === 11)).toMatchObject({ result: { structuredContent: { finished: true } } });
+  });
+});
