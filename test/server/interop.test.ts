@@ -41,9 +41,13 @@ afterEach(async () => {
   if (errors.length > 0) throw new AggregateError(errors, 'clean-up failed');
 });
 
+/** A server for one test; closed after it, and it must not have logged a warning or an error. */
 async function server(): Promise<TestServer> {
   const s = await startServer();
-  cleanups.push(() => s.close());
+  cleanups.push(async () => {
+    await s.close();
+    if (s.logs.length > 0) throw new Error(`the server logged:\n${s.logs.join('\n')}`);
+  });
   return s;
 }
 
@@ -100,7 +104,7 @@ const freshConnectionFetch = ((input: string | URL | Request, init?: RequestInit
       for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) out.set(k, Array.isArray(v) ? v.join(', ') : v);
       const status = res.statusCode ?? 502;
       const body = status === 204 || status === 304 ? null : (Readable.toWeb(res) as NodeReadableStream<Uint8Array>);
-      resolve(new Response(body as unknown as BodyInit | null, { status, headers: out }));
+      resolve(new Response(body as unknown as ConstructorParameters<typeof Response>[0], { status, headers: out }));
     });
     req.on('error', reject);
     init?.signal?.addEventListener('abort', () => req.destroy(new DOMException('aborted', 'AbortError')), { once: true });
@@ -233,9 +237,12 @@ describe('SDK v1 over legacy Streamable HTTP (sessions)', () => {
   it('an aborted call sends notifications/cancelled and the tool observes it', async () => {
     const s = await server();
     const { client, wire } = await connect(s.address);
+    // With a progress token the reply is already an SSE stream when the client gives up.
+    let progress = 0;
     const out = await abortBlockCall(
-      (record, signal) => client.callTool({ name: 'block', arguments: { ms: 10_000, tick: 20, record } }, undefined, { signal, timeout: 20_000 }),
+      (record, signal) => client.callTool({ name: 'block', arguments: { ms: 10_000, tick: 20, record } }, undefined, { signal, timeout: 20_000, onprogress: () => { progress++; } }),
       'interop v1 http abort',
+      () => progress >= 2,
     );
     expect(out.settled).toBe('rejected');
     expect(String((out.error as Error).message)).toContain('interop v1 http abort');
@@ -249,6 +256,8 @@ describe('SDK v1 over legacy Streamable HTTP (sessions)', () => {
     expect((rpc(cancel)!.params as Record<string, unknown>).requestId).toBe(rpc(call)!.id);
     await until(() => cancel.status !== undefined, 5_000, 'the cancel POST to be answered');
     expect(cancel.status).toBe(202);
+    expect(call.status).toBe(200);
+    expect(call.contentType).toContain('text/event-stream');
 
     // The session is still usable afterwards.
     const again = await client.callTool({ name: 'echo', arguments: { text: 'still here' } }, undefined, { timeout: kCallTimeout });
@@ -432,13 +441,28 @@ describe('SDK v2 over the modern era (2026-07-28)', () => {
     expect(text(again)).toBe('after abort');
   }, kTestTimeout);
 
+  it('aborting a call that has streamed nothing yet (plain JSON reply pending) cancels the tool too', async () => {
+    const s = await server();
+    const { client, wire } = await connect(s.address, 'pin');
+    // No onprogress: no progress token, so the server has written nothing when the client leaves.
+    const out = await abortBlockCall(
+      (record, signal) => client.callTool({ name: 'block', arguments: { ms: 10_000, tick: 20, record } }, { signal, timeout: 20_000 }),
+      'interop v2 abort (no progress)',
+    );
+    expect(out.settled, wire.describe()).toBe('rejected');
+    expect(out.cancelled).toMatch(/^cancelled thread=\d+ reason=client disconnected$/);
+    const [call] = posts(wire.log, 'tools/call');
+    expect(((rpc(call)!.params as { _meta?: Record<string, unknown> })._meta ?? {}).progressToken).toBeUndefined();
+    expect(call.status, 'no response may have started before the abort').toBeUndefined();
+  }, kTestTimeout);
+
   it('over stdio too: modern era, and an abort is a notifications/cancelled the tool observes', async () => {
     const transport = new StdioTransportV2({ command: process.execPath, args: [kBin, 'serve', '--stdio', '--tools', kToolsPath], stderr: 'pipe' });
     let stderr = '';
     transport.stderr?.on('data', (chunk: Buffer) => { stderr += chunk.toString('utf8'); });
     const sent: Array<Record<string, unknown>> = [];
     const send = transport.send.bind(transport);
-    transport.send = (message, options) => { sent.push(message as Record<string, unknown>); return send(message, options); };
+    transport.send = (message) => { sent.push(message as Record<string, unknown>); return send(message); };
     const client = new ClientV2({ name: 'sluice-interop-v2-stdio', version: '2.0.0' }, { versionNegotiation: { mode: { pin: kModern } } });
     cleanups.push(() => client.close());
     await client.connect(transport, { timeout: kCallTimeout });
