@@ -32,7 +32,8 @@ export async function runHttpWorker(): Promise<void> {
   const data = workerData as HttpWorkerData;
   const send = (message: FromHttpWorker) => port.postMessage(message);
   // diagnostics_channel is per thread: forward what a supervisor-side subscriber should see.
-  for (const channel of kForwarded) subscribe(channel, (message) => send({ type: 'event', channel, message }));
+  const forwarded = data.options.forwardRequestStop ? [...kForwarded, 'sluice:request:stop'] : kForwarded;
+  for (const channel of forwarded) subscribe(channel, (message) => send({ type: 'event', channel, message }));
   try {
     const mod = (await import(data.toolsModule)) as Record<string, unknown>;
     const tools = collectTools(mod.default ?? mod.tools ?? mod);

@@ -54,6 +54,11 @@ export interface ServerOptions {
   cancelOnDisconnect?: boolean;
   /** Add a `sluice-worker` header naming the serving thread. Default false. */
   exposeWorker?: boolean;
+  /**
+   * Forward `sluice:request:stop` from the HTTP workers to this thread's channel too (one message
+   * per request, so off by default; the other events are always forwarded). Default false.
+   */
+  forwardRequestStop?: boolean;
   serverInfo?: { name: string; version: string };
   instructions?: string;
 }
@@ -79,6 +84,7 @@ export interface ResolvedOptions {
   poolThreads: number;
   cancelOnDisconnect: boolean;
   exposeWorker: boolean;
+  forwardRequestStop: boolean;
   serverInfo: { name: string; version: string };
   instructions: string | undefined;
 }
@@ -127,6 +133,7 @@ export function resolveOptions(options: ServerOptions): ResolvedOptions {
     poolThreads: integer('poolThreads', options.poolThreads, 1, 1, 64),
     cancelOnDisconnect: bool('cancelOnDisconnect', options.cancelOnDisconnect, false),
     exposeWorker: bool('exposeWorker', options.exposeWorker, false),
+    forwardRequestStop: bool('forwardRequestStop', options.forwardRequestStop, false),
     serverInfo: options.serverInfo ?? { name: 'sluice', version: '0.1.0' },
     instructions: options.instructions,
   };
