@@ -20,9 +20,11 @@ export const sleep = defineTool({
     const ms = Number(args.ms);
     const started = Date.now();
     while (Date.now() - started < ms) {
+      ctx.throwIfCancelled();
       await new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(resolve, Math.min(100, ms - (Date.now() - started)));
-        ctx.signal.addEventListener('abort', () => { clearTimeout(timer); reject(ctx.signal.reason); }, { once: true });
+        const onAbort = () => { clearTimeout(timer); reject(ctx.signal.reason); };
+        const timer = setTimeout(() => { ctx.signal.removeEventListener('abort', onAbort); resolve(); }, Math.min(100, ms - (Date.now() - started)));
+        ctx.signal.addEventListener('abort', onAbort, { once: true });
       });
       ctx.progress(Date.now() - started, ms, 'sleeping');
     }

@@ -71,13 +71,15 @@ export async function main(argv: readonly string[]): Promise<number> {
       metrics: values.metrics === true,
       sessions: values['no-sessions'] !== true,
     });
-    const address = await server.listen();
-    process.stderr.write(`sluice: serving MCP at ${address.url} (${server.adapter}, ${Math.max(1, server.workerThreadIds.length)} HTTP thread(s))\n`);
-    await new Promise<void>((resolve) => {
+    // Signal handlers first: a SIGTERM that arrives while starting must still shut down cleanly.
+    const stopped = new Promise<void>((resolve) => {
       const stop = () => { process.stderr.write('sluice: shutting down\n'); resolve(); };
       process.once('SIGINT', stop);
       process.once('SIGTERM', stop);
     });
+    const address = await server.listen();
+    process.stderr.write(`sluice: serving MCP at ${address.url} (${server.adapter}, ${Math.max(1, server.workerThreadIds.length)} HTTP thread(s))\n`);
+    await stopped;
     await server.close();
     return 0;
   } catch (error) {

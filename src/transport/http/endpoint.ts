@@ -3,7 +3,7 @@ import { Engine } from '../../protocol/engine.js';
 import type { Era, Reply, RequestInfo, Running } from '../../protocol/engine.js';
 import { classify, parseJson } from '../../protocol/message.js';
 import {
-  ErrorCode, errorBody, kAllVersions, kDefaultLegacyVersion, kLegacyVersions, kMetaClientCapabilities, kMetaProtocolVersion,
+  ErrorCode, errorBody, kDefaultLegacyVersion, kLegacyVersions, kMetaClientCapabilities, kMetaProtocolVersion,
   kModernVersion,
 } from '../../protocol/wire.js';
 import type { JsonRpcId } from '../../protocol/wire.js';
@@ -147,13 +147,14 @@ export class HttpEndpoint {
 
   async #post(ex: Exchange): Promise<void> {
     const type = ex.header('content-type');
-    if (type === undefined || !type.toLowerCase().includes('application/json')) {
+    if (type === undefined || mediaType(type) !== 'application/json') {
       this.#error(ex, 415, null, ErrorCode.InvalidRequest, 'Unsupported Media Type: Content-Type must be application/json');
       return;
     }
     const accept = ex.header('accept');
-    const streams = accept === undefined || accept.includes('text/event-stream') || accept.includes('*/*');
-    if (accept !== undefined && !streams && !accept.includes('application/json') && !accept.includes('application/*')) {
+    const accepted = accept === undefined ? undefined : acceptedTypes(accept);
+    const streams = accepted === undefined || accepted.has('text/event-stream') || accepted.has('text/*') || accepted.has('*/*');
+    if (accepted !== undefined && !streams && !accepted.has('application/json') && !accepted.has('application/*')) {
       this.#error(ex, 406, null, ErrorCode.InvalidRequest, 'Not Acceptable: accept application/json or text/event-stream');
       return;
     }
@@ -172,9 +173,9 @@ export class HttpEndpoint {
     const metaVersion = meta !== null && typeof meta === 'object' ? (meta as Record<string, unknown>)[kMetaProtocolVersion] : undefined;
     const headerVersion = ex.header('mcp-protocol-version');
     const method = message.kind === 'response' ? undefined : message.method;
-    const era: Era = method === 'initialize' ? 'legacy'
-      : metaVersion !== undefined || (headerVersion !== undefined && !(kLegacyVersions as readonly string[]).includes(headerVersion)) ? 'modern'
-        : 'legacy';
+    // Body first (as the TS SDK classifies): per-request _meta makes a request modern, whatever its
+    // method (a modern initialize is then a 404); otherwise the 2026-07-28 header does; else legacy.
+    const era: Era = metaVersion !== undefined || headerVersion === kModernVersion ? 'modern' : 'legacy';
     if (message.kind === 'response') {
       // We send the client no requests, so there is nothing a response could answer.
       if (era === 'modern') return this.#error(ex, 400, null, ErrorCode.InvalidRequest, 'Clients must not send responses');
@@ -232,7 +233,8 @@ export class HttpEndpoint {
     if (typeof metaVersion !== 'string') return [400, ErrorCode.InvalidParams, `_meta["${kMetaProtocolVersion}"] is required`];
     if (headerVersion !== metaVersion) return [400, ErrorCode.HeaderMismatch, 'MCP-Protocol-Version header does not match _meta'];
     if (metaVersion !== kModernVersion) {
-      return [400, ErrorCode.UnsupportedProtocolVersion, 'Unsupported protocol version', { supported: kAllVersions, requested: metaVersion }];
+      // Per-request _meta is the modern mechanism: only modern revisions can be asked for this way.
+      return [400, ErrorCode.UnsupportedProtocolVersion, 'Unsupported protocol version', { supported: [kModernVersion], requested: metaVersion }];
     }
     const methodHeader = ex.header('mcp-method');
     if (methodHeader !== method) return [400, ErrorCode.HeaderMismatch, methodHeader === undefined ? 'Mcp-Method header is required' : 'Mcp-Method header does not match the body'];
@@ -271,6 +273,24 @@ export class HttpEndpoint {
     this.#engine.config.log('error', `sluice: unexpected error serving a request: ${error instanceof Error ? error.stack ?? error.message : String(error)}`);
     this.#error(ex, 500, null, ErrorCode.InternalError, 'Internal error');
   }
+}
+
+/** The media type of a Content-Type value, lower-case, without parameters. */
+function mediaType(value: string): string {
+  const semi = value.indexOf(';');
+  return (semi === -1 ? value : value.slice(0, semi)).trim().toLowerCase();
+}
+
+/** Media ranges of an Accept header that are acceptable (q > 0). */
+function acceptedTypes(value: string): Set<string> {
+  const out = new Set<string>();
+  for (const range of value.split(',')) {
+    const [type, ...params] = range.split(';');
+    const q = params.map((p) => p.trim().toLowerCase()).find((p) => p.startsWith('q='));
+    if (q !== undefined && !(Number(q.slice(2)) > 0)) continue;
+    out.add(type.trim().toLowerCase());
+  }
+  return out;
 }
 
 /** `=?base64?…?=` values (2026-07-28 header encoding for unsafe characters) decoded; others as is. */

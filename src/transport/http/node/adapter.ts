@@ -10,9 +10,14 @@ import { kRequestHeaders } from '../exchange.js';
 export function listenNode(options: AdapterOptions): Promise<Listening> {
   const sockets = new Set<Socket>();
   let active = 0;
-  const server = createServer({ requestTimeout: options.bodyTimeoutMs + 5_000, headersTimeout: 10_000, keepAliveTimeout: 5_000 }, (req, res) => {
+  let closing = false;
+  const requestTimeout = options.bodyTimeoutMs + 5_000;
+  // Node requires headersTimeout <= requestTimeout.
+  const server = createServer({ requestTimeout, headersTimeout: Math.min(10_000, requestTimeout), keepAliveTimeout: 5_000 }, (req, res) => {
     active++;
     res.once('close', () => { active--; });
+    // While shutting down, tell keep-alive clients not to reuse the connection.
+    if (closing) res.shouldKeepAlive = false;
     options.handler(new NodeExchange(req, res, options));
   });
   server.maxHeadersCount = 100;
@@ -38,11 +43,14 @@ export function listenNode(options: AdapterOptions): Promise<Listening> {
           for (const s of sockets) s.destroy();
         },
         close: (graceMs) => new Promise<void>((done) => {
+          closing = true;
           server.close(() => done());
+          // Connections become idle as their last responses finish: close each as soon as it is.
           server.closeIdleConnections();
+          const idle = setInterval(() => server.closeIdleConnections(), 20);
           const timer = setTimeout(() => { for (const s of sockets) s.destroy(); }, graceMs);
           timer.unref();
-          server.once('close', () => clearTimeout(timer));
+          server.once('close', () => { clearTimeout(timer); clearInterval(idle); });
         }),
       });
     });

@@ -104,7 +104,7 @@ class UwsExchange implements Exchange {
       });
       this.#timer = setTimeout(() => {
         if (this.#complete || this.aborted) return;
-        this.respond(408, [['connection', 'close']], '');
+        this.respond(408, [], '', true);
         this.#settle(undefined);
       }, options.bodyTimeoutMs);
     } else {
