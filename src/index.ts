@@ -20,3 +20,8 @@ export type { Authenticate, AuthRequest, Principal } from './transport/http/endp
 export { ErrorCode } from './protocol/wire.js';
 export { serveStdioServer } from './supervisor/stdio-server.js';
 export type { StdioServerOptions } from './supervisor/stdio-server.js';
+export { defineResource, defineResourceTemplate } from './catalog/resources.js';
+export type { Resource, ResourceTemplate, ResourceDefinition, ResourceTemplateDefinition, ResourceContents, ReadOutput } from './catalog/resources.js';
+export { definePrompt } from './catalog/prompts.js';
+export type { Prompt, PromptDefinition, PromptArgument, PromptMessage, GetPromptResult } from './catalog/prompts.js';
+export type { LogLevel } from './tools/context.js';

@@ -4,8 +4,13 @@ import { validRequestId } from '../registry/index.js';
 import { requestKilledChannel, requestStopChannel } from '../telemetry/channels.js';
 import { Counter } from '../telemetry/counters.js';
 import type { ServerCounters } from '../telemetry/counters.js';
-import { ToolContext } from '../tools/context.js';
-import type { ProgressSink } from '../tools/context.js';
+import { ToolContext, kLogLevels } from '../tools/context.js';
+import type { LogSink, ProgressSink } from '../tools/context.js';
+import type { Catalog } from '../catalog/catalog.js';
+import { toPromptResult } from '../catalog/prompts.js';
+import type { Prompt } from '../catalog/prompts.js';
+import { toContents } from '../catalog/resources.js';
+import type { Resource, ResourceTemplate } from '../catalog/resources.js';
 import { toCallToolResult } from '../tools/define.js';
 import type { CallToolResult, Tool, ToolOutput } from '../tools/define.js';
 import { checkSchema } from '../tools/schema.js';
@@ -24,6 +29,13 @@ export interface RequestInfo {
   readonly version: string;
   /** Registry scope: session > principal > ip. */
   readonly scope: string;
+  /**
+   * Least severe log level the client wants (an index into kLogLevels), or undefined for none
+   * (2026-07-28 without _meta logLevel).
+   */
+  readonly logLevel: number | undefined;
+  /** Legacy logging/setLevel: where the session keeps its level. */
+  readonly setLogLevel?: ((level: number) => void) | undefined;
 }
 
 /** The output side of one request, provided by the transport (HTTP exchange, stdio line writer). */
@@ -53,7 +65,7 @@ export type NotificationOutcome =
 export interface EngineConfig {
   readonly registry: Registry;
   readonly counters: ServerCounters;
-  readonly tools: readonly Tool[];
+  readonly catalog: Catalog;
   readonly serverInfo: { readonly name: string; readonly version: string };
   readonly instructions?: string | undefined;
   /** Runs `pool: true` tools; absent when no tool needs it. */
@@ -68,6 +80,8 @@ type Handler = (run: Run, params: Record<string, unknown> | undefined) => unknow
 
 const kAccepted: NotificationOutcome = Object.freeze({ ok: true });
 const kCacheTtlMs = 60_000;
+/** Items per page of a list result; the cursor is the next offset, opaque to clients. */
+const kPageSize = 100;
 
 /**
  * The protocol core: method dispatch, request tracking and cancellation, for every transport.
@@ -76,14 +90,36 @@ const kCacheTtlMs = 60_000;
 export class Engine {
   readonly config: EngineConfig;
   readonly #tools = new Map<string, Tool>();
+  readonly #resources = new Map<string, Resource>();
+  readonly #prompts = new Map<string, Prompt>();
+  readonly #templates: readonly ResourceTemplate[];
   readonly #legacy = new Map<string, Handler>();
   readonly #modern = new Map<string, Handler>();
   readonly #toolList: readonly Record<string, unknown>[];
+  readonly #resourceList: readonly Record<string, unknown>[];
+  readonly #templateList: readonly Record<string, unknown>[];
+  readonly #promptList: readonly Record<string, unknown>[];
+  readonly #capabilities: Record<string, unknown>;
 
   constructor(config: EngineConfig) {
     this.config = config;
-    for (const tool of config.tools) this.#tools.set(tool.name, tool);
-    this.#toolList = config.tools.map((t) => {
+    const { catalog } = config;
+    for (const tool of catalog.tools) this.#tools.set(tool.name, tool);
+    for (const r of catalog.resources) this.#resources.set(r.uri, r);
+    for (const p of catalog.prompts) this.#prompts.set(p.name, p);
+    this.#templates = catalog.templates;
+    const pick = (o: object, keys: string[]) => Object.fromEntries(keys.filter((k) => (o as Record<string, unknown>)[k] !== undefined).map((k) => [k, (o as Record<string, unknown>)[k]]));
+    this.#resourceList = catalog.resources.map((r) => pick(r, ['uri', 'name', 'title', 'description', 'mimeType']));
+    this.#templateList = catalog.templates.map((t) => pick(t, ['uriTemplate', 'name', 'title', 'description', 'mimeType']));
+    this.#promptList = catalog.prompts.map((p) => pick(p, ['name', 'title', 'description', 'arguments']));
+    this.#capabilities = {
+      tools: { listChanged: false },
+      ...(catalog.resources.length + catalog.templates.length > 0 ? { resources: { subscribe: true, listChanged: false } } : {}),
+      ...(catalog.prompts.length > 0 ? { prompts: { listChanged: false } } : {}),
+      completions: {},
+      logging: {},
+    };
+    this.#toolList = catalog.tools.map((t) => {
       const entry: Record<string, unknown> = { name: t.name, description: t.description, inputSchema: t.inputSchema };
       if (t.title !== undefined) entry.title = t.title;
       if (t.outputSchema !== undefined) entry.outputSchema = t.outputSchema;
@@ -91,8 +127,14 @@ export class Engine {
       return entry;
     });
     const common: Array<[string, Handler]> = [
-      ['tools/list', (run, params) => this.#listTools(run, params)],
+      ['tools/list', (run, params) => this.#page(run, params, 'tools', this.#toolList)],
       ['tools/call', (run, params) => this.#callTool(run, params)],
+      ['resources/list', (run, params) => this.#page(run, params, 'resources', this.#resourceList)],
+      ['resources/templates/list', (run, params) => this.#page(run, params, 'resourceTemplates', this.#templateList)],
+      ['resources/read', (run, params) => this.#readResource(run, params)],
+      ['prompts/list', (run, params) => this.#page(run, params, 'prompts', this.#promptList)],
+      ['prompts/get', (run, params) => this.#getPrompt(run, params)],
+      ['completion/complete', (_run, params) => this.#complete(params)],
     ];
     for (const [name, handler] of common) {
       this.#legacy.set(name, handler);
@@ -100,6 +142,9 @@ export class Engine {
     }
     this.#legacy.set('initialize', (_run, params) => this.#initialize(params));
     this.#legacy.set('ping', () => ({}));
+    this.#legacy.set('resources/subscribe', (_run, params) => this.#subscribe(params));
+    this.#legacy.set('resources/unsubscribe', (_run, params) => this.#subscribe(params));
+    this.#legacy.set('logging/setLevel', (run, params) => this.#setLevel(run, params));
     this.#modern.set('server/discover', () => this.#discover());
   }
 
@@ -171,7 +216,7 @@ export class Engine {
     const version = typeof requested === 'string' && (kLegacyVersions as readonly string[]).includes(requested) ? requested : kLegacyVersions[0];
     const result: Record<string, unknown> = {
       protocolVersion: version,
-      capabilities: { tools: { listChanged: false } },
+      capabilities: this.#capabilities,
       serverInfo: this.config.serverInfo,
     };
     if (this.config.instructions !== undefined) result.instructions = this.config.instructions;
@@ -181,7 +226,7 @@ export class Engine {
   #discover(): Record<string, unknown> {
     const result: Record<string, unknown> = {
       supportedVersions: [kModernVersion, ...kLegacyVersions],
-      capabilities: { tools: { listChanged: false } },
+      capabilities: this.#capabilities,
       ttlMs: kCacheTtlMs,
       cacheScope: 'public',
     };
@@ -189,11 +234,102 @@ export class Engine {
     return result;
   }
 
-  #listTools(run: Run, params: Record<string, unknown> | undefined): Record<string, unknown> {
-    if (params?.cursor !== undefined) throw new ProtocolError(ErrorCode.InvalidParams, 'Invalid cursor');
-    return run.info.era === 'modern'
-      ? { tools: this.#toolList, ttlMs: kCacheTtlMs, cacheScope: 'public' }
-      : { tools: this.#toolList };
+  /** One page of a list, with an opaque cursor to the next; modern results carry caching hints. */
+  #page(run: Run, params: Record<string, unknown> | undefined, key: string, all: readonly Record<string, unknown>[]): Record<string, unknown> {
+    let offset = 0;
+    const cursor = params?.cursor;
+    if (cursor !== undefined) {
+      const decoded = typeof cursor === 'string' && /^[A-Za-z0-9_-]{1,16}$/.test(cursor) ? Number(Buffer.from(cursor, 'base64url').toString('latin1').replace(/^o/, '')) : NaN;
+      if (!Number.isSafeInteger(decoded) || decoded < 0 || decoded > all.length) throw new ProtocolError(ErrorCode.InvalidParams, 'Invalid cursor');
+      offset = decoded;
+    }
+    const result: Record<string, unknown> = { [key]: offset === 0 && all.length <= kPageSize ? all : all.slice(offset, offset + kPageSize) };
+    if (offset + kPageSize < all.length) result.nextCursor = Buffer.from(`o${offset + kPageSize}`, 'latin1').toString('base64url');
+    return run.info.era === 'modern' ? withCaching(result) : result;
+  }
+
+  async #readResource(run: Run, params: Record<string, unknown> | undefined): Promise<Record<string, unknown>> {
+    const uri = params?.uri;
+    if (typeof uri !== 'string') throw new ProtocolError(ErrorCode.InvalidParams, 'resources/read needs a uri');
+    const ctx = new ToolContext(run.handle, undefined, run.logSink());
+    run.ctx = ctx;
+    const fixed = this.#resources.get(uri);
+    let contents;
+    if (fixed !== undefined) {
+      contents = toContents(uri, fixed.mimeType, await fixed.read(ctx));
+    } else {
+      let found: ResourceTemplate | undefined;
+      let match: RegExpExecArray | null = null;
+      for (const t of this.#templates) {
+        match = t.pattern.exec(uri);
+        if (match !== null) { found = t; break; }
+      }
+      if (found === undefined || match === null) {
+        throw run.info.era === 'modern'
+          ? new ProtocolError(ErrorCode.InvalidParams, 'Resource not found', { uri })
+          : new ProtocolError(ErrorCode.ResourceNotFound, 'Resource not found', { uri });
+      }
+      const vars = Object.fromEntries(found.variables.map((name, i) => [name, decodeURIComponent(match![i + 1])]));
+      contents = toContents(uri, found.mimeType, await found.read(uri, vars, ctx));
+    }
+    const result = { contents };
+    return run.info.era === 'modern' ? withCaching(result) : result;
+  }
+
+  async #getPrompt(run: Run, params: Record<string, unknown> | undefined): Promise<Record<string, unknown>> {
+    const name = params?.name;
+    if (typeof name !== 'string') throw new ProtocolError(ErrorCode.InvalidParams, 'prompts/get needs a prompt name');
+    const prompt = this.#prompts.get(name);
+    if (prompt === undefined) throw new ProtocolError(ErrorCode.InvalidParams, `Unknown prompt: ${name}`);
+    const raw = params?.arguments ?? {};
+    if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new ProtocolError(ErrorCode.InvalidParams, 'arguments must be an object');
+    const args: Record<string, string> = {};
+    for (const [k, v] of Object.entries(raw as Record<string, unknown>)) {
+      if (typeof v !== 'string') throw new ProtocolError(ErrorCode.InvalidParams, `argument ${k} must be a string`);
+      args[k] = v;
+    }
+    for (const a of prompt.arguments ?? []) {
+      if (a.required === true && args[a.name] === undefined) throw new ProtocolError(ErrorCode.InvalidParams, `Missing required argument: ${a.name}`);
+    }
+    const ctx = new ToolContext(run.handle, undefined, run.logSink());
+    run.ctx = ctx;
+    return { ...toPromptResult(await prompt.get(args, ctx)) };
+  }
+
+  async #complete(params: Record<string, unknown> | undefined): Promise<Record<string, unknown>> {
+    const ref = params?.ref as Record<string, unknown> | undefined;
+    const argument = params?.argument as Record<string, unknown> | undefined;
+    if (ref === null || typeof ref !== 'object' || argument === null || typeof argument !== 'object' || typeof argument.name !== 'string' || typeof argument.value !== 'string') {
+      throw new ProtocolError(ErrorCode.InvalidParams, 'completion/complete needs ref and argument {name, value}');
+    }
+    const context = ((params?.context as { arguments?: unknown } | undefined)?.arguments ?? {}) as Record<string, string>;
+    let completer: ((value: string, context: Record<string, string>) => string[] | Promise<string[]>) | undefined;
+    if (ref.type === 'ref/prompt' && typeof ref.name === 'string') {
+      const prompt = this.#prompts.get(ref.name);
+      if (prompt === undefined) throw new ProtocolError(ErrorCode.InvalidParams, `Unknown prompt: ${ref.name}`);
+      completer = prompt.complete?.[argument.name];
+    } else if (ref.type === 'ref/resource' && typeof ref.uri === 'string') {
+      const template = this.#templates.find((t) => t.uriTemplate === ref.uri);
+      if (template === undefined && !this.#resources.has(ref.uri)) throw new ProtocolError(ErrorCode.InvalidParams, `Unknown resource: ${ref.uri}`);
+      completer = template?.complete?.[argument.name];
+    } else {
+      throw new ProtocolError(ErrorCode.InvalidParams, 'ref must be ref/prompt or ref/resource');
+    }
+    const values = completer === undefined ? [] : (await completer(argument.value, context)).map(String);
+    return { completion: { values: values.slice(0, 100), total: values.length, hasMore: values.length > 100 } };
+  }
+
+  #subscribe(params: Record<string, unknown> | undefined): Record<string, unknown> {
+    if (typeof params?.uri !== 'string') throw new ProtocolError(ErrorCode.InvalidParams, 'needs a uri');
+    // Accepted; resources here do not change, so there is nothing to notify about.
+    return {};
+  }
+
+  #setLevel(run: Run, params: Record<string, unknown> | undefined): Record<string, unknown> {
+    const level = kLogLevels.indexOf(params?.level as (typeof kLogLevels)[number]);
+    if (level < 0) throw new ProtocolError(ErrorCode.InvalidParams, `level must be one of ${kLogLevels.join(', ')}`);
+    run.info.setLogLevel?.(level);
+    return {};
   }
 
   #callTool(run: Run, params: Record<string, unknown> | undefined): CallToolResult | Promise<CallToolResult> {
@@ -213,7 +349,7 @@ export class Engine {
       if (pool === undefined) throw new ProtocolError(ErrorCode.InternalError, `tool ${name} runs in the pool, but the server has no pool`);
       return run.runInPool(pool, tool.name, args as Record<string, unknown>, sink);
     }
-    const ctx = new ToolContext(run.handle, sink);
+    const ctx = new ToolContext(run.handle, sink, run.logSink());
     run.ctx = ctx;
     let output: ToolOutput | Promise<ToolOutput>;
     try {
@@ -223,6 +359,11 @@ export class Engine {
     }
     return output instanceof Promise ? output.then(toCallToolResult, toolError) : toCallToolResult(output);
   }
+}
+
+/** 2026-07-28 caching hints on a complete list or read result. */
+function withCaching(result: Record<string, unknown>): Record<string, unknown> {
+  return { ...result, ttlMs: kCacheTtlMs, cacheScope: 'public' };
 }
 
 /** A thrown error becomes isError content; protocol errors stay protocol errors. */
@@ -315,6 +456,18 @@ class Run implements Running {
       if (total !== undefined) params.total = total;
       if (message !== undefined) params.message = message;
       this.reply.notify(notificationBody('notifications/progress', params));
+    };
+  }
+
+  /** Log messages for this request, filtered by the client's level; undefined when none may be sent. */
+  logSink(): LogSink | undefined {
+    const threshold = this.info.logLevel;
+    if (threshold === undefined || !this.reply.canStream) return undefined;
+    return (level, data, logger) => {
+      if (this.ended || kLogLevels.indexOf(level) < threshold) return;
+      const params: Record<string, unknown> = { level, data };
+      if (logger !== undefined) params.logger = logger;
+      this.reply.notify(notificationBody('notifications/message', params));
     };
   }
 

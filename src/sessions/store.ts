@@ -7,7 +7,8 @@ const kIdBytes = 32;
 const kVCreated = 0;
 const kVSeen = 2;
 const kVPrincipal = 4; // 4 words: the first 128 bits of SHA-256(principal id), zero when anonymous
-const kValueWords = 8;
+const kVLogLevel = 8; // logging/setLevel: index into the log levels, -1 when never set
+const kValueWords = 10;
 
 export interface SessionStoreDescriptor {
   readonly kind: 'sluice/sessions';
@@ -16,7 +17,7 @@ export interface SessionStoreDescriptor {
 }
 
 export type SessionLookup =
-  | { readonly ok: true; readonly slot: number; readonly ctl: number }
+  | { readonly ok: true; readonly slot: number; readonly ctl: number; readonly logLevel: number }
   | { readonly ok: false };
 
 const kMissing: SessionLookup = Object.freeze({ ok: false });
@@ -61,6 +62,7 @@ export class SessionStore {
     t.f64[(v + kVSeen) >>> 1] = now;
     this.#principalDigest(principalId);
     for (let i = 0; i < 4; i++) t.i32[v + kVPrincipal + i] = this.#digest[i];
+    t.i32[v + kVLogLevel] = -1;
     t.publish(slot, this.#member);
     return id;
   }
@@ -79,7 +81,15 @@ export class SessionStore {
     this.#principalDigest(principalId);
     for (let i = 0; i < 4; i++) if (t.i32[v + kVPrincipal + i] !== this.#digest[i]) return kMissing;
     t.f64[(v + kVSeen) >>> 1] = now;
-    return { ok: true, slot, ctl };
+    return { ok: true, slot, ctl, logLevel: Atomics.load(t.i32, v + kVLogLevel) };
+  }
+
+  /** logging/setLevel: the session's level, seen by every worker. */
+  setLogLevel(found: SessionLookup, level: number): void {
+    if (!found.ok) return;
+    const t = this.#table;
+    if (((t.ctl(found.slot) ^ found.ctl) & ~0xc) !== 0) return; // the session is gone
+    Atomics.store(t.i32, t.valueIndex(found.slot) + kVLogLevel, level);
   }
 
   /** Ends a session (DELETE). */

@@ -1,6 +1,6 @@
 import { subscribe } from 'node:diagnostics_channel';
 import { parentPort, workerData } from 'node:worker_threads';
-import { collectTools } from '../tools/define.js';
+import { collectCatalog } from '../catalog/catalog.js';
 import type { Authenticate } from '../transport/http/endpoint.js';
 import type { ResolvedOptions } from './options.js';
 import { startRuntime } from './runtime.js';
@@ -36,12 +36,12 @@ export async function runHttpWorker(): Promise<void> {
   for (const channel of forwarded) subscribe(channel, (message) => send({ type: 'event', channel, message }));
   try {
     const mod = (await import(data.toolsModule)) as Record<string, unknown>;
-    const tools = collectTools(mod.default ?? mod.tools ?? mod);
+    const catalog = collectCatalog(mod.default ?? mod.tools ?? mod);
     const authenticate = typeof mod.authenticate === 'function' ? (mod.authenticate as Authenticate) : undefined;
     const runtime = await startRuntime({
       shared: data.shared,
       options: data.options,
-      tools,
+      catalog,
       toolsModule: data.toolsModule,
       authenticate,
       port: data.port,

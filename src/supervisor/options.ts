@@ -34,6 +34,11 @@ export interface ServerOptions {
   trustProxy?: boolean;
   /** Origins allowed besides loopback ones. */
   allowedOrigins?: readonly string[];
+  /**
+   * Host header names served (DNS-rebinding protection). Bound to loopback, only loopback names
+   * are served unless listed here; bound elsewhere, any Host is served unless this list is given.
+   */
+  allowedHosts?: readonly string[];
   /** Largest request body. Default 4 MiB (413 beyond). */
   maxBodyBytes?: number;
   /** Time to receive a whole body after the headers. Default 30 s (408). */
@@ -75,6 +80,7 @@ export interface ResolvedOptions {
   maxSessions: number;
   trustProxy: boolean;
   allowedOrigins: readonly string[];
+  allowedHosts: readonly string[];
   maxBodyBytes: number;
   bodyTimeoutMs: number;
   streamCancelTimeoutMs: number;
@@ -124,6 +130,7 @@ export function resolveOptions(options: ServerOptions): ResolvedOptions {
     maxSessions: integer('maxSessions', options.maxSessions, 10_000, 1, 10_000_000),
     trustProxy: bool('trustProxy', options.trustProxy, false),
     allowedOrigins: Array.isArray(options.allowedOrigins) ? options.allowedOrigins.map(String) : [],
+    allowedHosts: Array.isArray(options.allowedHosts) ? options.allowedHosts.map((h) => String(h).toLowerCase()) : [],
     maxBodyBytes: integer('maxBodyBytes', options.maxBodyBytes, 4 * 1024 * 1024, 1, 1 << 30),
     bodyTimeoutMs: integer('bodyTimeoutMs', options.bodyTimeoutMs, 30_000, 1, 2 ** 31 - 1),
     streamCancelTimeoutMs: integer('streamCancelTimeoutMs', options.streamCancelTimeoutMs, 5_000, 0, 2 ** 31 - 1),

@@ -6,7 +6,7 @@ import type { SessionStoreDescriptor } from '../sessions/store.js';
 import { ServerCounters } from '../telemetry/counters.js';
 import type { ServerCountersDescriptor } from '../telemetry/counters.js';
 import { ToolPool } from '../tools/pool.js';
-import type { Tool } from '../tools/define.js';
+import type { Catalog } from '../catalog/catalog.js';
 import { HttpEndpoint } from '../transport/http/endpoint.js';
 import type { Authenticate } from '../transport/http/endpoint.js';
 import type { AdapterOptions, Listening } from '../transport/http/adapter.js';
@@ -32,7 +32,7 @@ export interface Runtime {
 export interface RuntimeInput {
   readonly shared: SharedState;
   readonly options: ResolvedOptions;
-  readonly tools: readonly Tool[];
+  readonly catalog: Catalog;
   /** Module the pool loads; undefined in-process (then pool tools cannot run). */
   readonly toolsModule: string | undefined;
   readonly authenticate: Authenticate | undefined;
@@ -60,14 +60,14 @@ export async function startRuntime(input: RuntimeInput, adapter: 'uws' | 'node')
   const registry = attachRegistry(shared.registry);
   const counters = new ServerCounters(shared.counters);
   const sessions = shared.sessions === undefined ? undefined : new SessionStore(shared.sessions);
-  const needsPool = input.tools.some((t) => t.pool === true);
+  const needsPool = input.catalog.tools.some((t) => t.pool === true);
   const pool = needsPool && input.toolsModule !== undefined
     ? new ToolPool({ toolsModule: input.toolsModule, registry, registryDescriptor: shared.registry, threads: options.poolThreads })
     : undefined;
   const engine = new Engine({
     registry,
     counters,
-    tools: input.tools,
+    catalog: input.catalog,
     serverInfo: options.serverInfo,
     instructions: options.instructions,
     pool,
@@ -85,6 +85,7 @@ export async function startRuntime(input: RuntimeInput, adapter: 'uws' | 'node')
     metrics: options.metrics,
     cancelOnDisconnect: options.cancelOnDisconnect,
     exposeWorker: options.exposeWorker,
+    allowedHostNames: loopbackHost(options.host) ? new Set(['localhost', '127.0.0.1', '[::1]', ...options.allowedHosts]) : options.allowedHosts.length > 0 ? new Set(options.allowedHosts) : undefined,
   });
   const adapterOptions: AdapterOptions = {
     host: options.host,
@@ -103,4 +104,9 @@ export async function startRuntime(input: RuntimeInput, adapter: 'uws' | 'node')
       await pool?.close();
     },
   };
+}
+
+/** Whether the server is bound to loopback only (then only loopback Host names are served). */
+function loopbackHost(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host === '[::1]' || /^127\./.test(host);
 }

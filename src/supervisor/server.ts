@@ -8,8 +8,8 @@ import { createRegistry } from '../registry/index.js';
 import type { Registry } from '../registry/index.js';
 import { SessionStore } from '../sessions/store.js';
 import { ServerCounters } from '../telemetry/counters.js';
-import { collectTools } from '../tools/define.js';
-import type { Tool } from '../tools/define.js';
+import { collectCatalog } from '../catalog/catalog.js';
+import type { Catalog } from '../catalog/catalog.js';
 import type { FromHttpWorker, HttpWorkerData } from './http-worker.js';
 import { resolveOptions } from './options.js';
 import type { ResolvedOptions, ServerOptions } from './options.js';
@@ -48,27 +48,28 @@ export interface ServerHooks {
 export function createServer(options: ServerOptions, hooks: ServerHooks = {}): Server {
   const resolved = resolveOptions(options);
   const log = hooks.log ?? ((_level, message) => { process.stderr.write(`${message}\n`); });
-  let tools: Tool[] | undefined;
+  let catalog: Catalog | undefined;
   let toolsModule: string | undefined;
   if (typeof options.tools === 'string' || options.tools instanceof URL) {
     const spec = options.tools instanceof URL ? options.tools.href : options.tools;
     toolsModule = /^[a-z]+:/i.test(spec) ? spec : pathToFileURL(resolvePath(spec)).href;
   } else if (Array.isArray(options.tools)) {
-    tools = collectTools(options.tools);
-    if (tools.length !== options.tools.length) throw new SluiceError('invalid_option', 'tools must all come from defineTool');
-    const pooled = tools.find((t) => t.pool === true);
+    catalog = collectCatalog(options.tools);
+    const count = catalog.tools.length + catalog.resources.length + catalog.templates.length + catalog.prompts.length;
+    if (count !== options.tools.length) throw new SluiceError('invalid_option', 'tools must all come from defineTool, defineResource, defineResourceTemplate or definePrompt');
+    const pooled = catalog.tools.find((t) => t.pool === true);
     if (pooled !== undefined) throw new SluiceError('invalid_option', `tool ${pooled.name} runs in the pool: give the tools as a module so pool threads can load it`);
   } else {
     throw new SluiceError('invalid_option', 'tools must be an array of tools or a module path/URL');
   }
-  return new SluiceServer(resolved, tools, toolsModule, options, log);
+  return new SluiceServer(resolved, catalog, toolsModule, options, log);
 }
 
 class SluiceServer implements Server {
   readonly registry: Registry;
   adapter: 'uws' | 'node' | undefined;
   readonly #options: ResolvedOptions;
-  readonly #tools: Tool[] | undefined;
+  readonly #catalog: Catalog | undefined;
   readonly #toolsModule: string | undefined;
   readonly #raw: ServerOptions;
   readonly #log: (level: 'warn' | 'error', message: string) => void;
@@ -82,9 +83,9 @@ class SluiceServer implements Server {
   #closing: Promise<void> | undefined;
   #address: ServerAddress | undefined;
 
-  constructor(options: ResolvedOptions, tools: Tool[] | undefined, toolsModule: string | undefined, raw: ServerOptions, log: (level: 'warn' | 'error', message: string) => void) {
+  constructor(options: ResolvedOptions, catalog: Catalog | undefined, toolsModule: string | undefined, raw: ServerOptions, log: (level: 'warn' | 'error', message: string) => void) {
     this.#options = options;
-    this.#tools = tools;
+    this.#catalog = catalog;
     this.#toolsModule = toolsModule;
     this.#raw = raw;
     this.#log = log;
@@ -110,9 +111,9 @@ class SluiceServer implements Server {
       this.#sweep.unref();
     }
     let port: number;
-    if (this.#tools !== undefined) {
+    if (this.#catalog !== undefined) {
       this.#runtime = await startRuntime({
-        shared: this.#shared, options, tools: this.#tools, toolsModule: undefined, authenticate: this.#raw.authenticate, port: options.port, log: this.#log,
+        shared: this.#shared, options, catalog: this.#catalog, toolsModule: undefined, authenticate: this.#raw.authenticate, port: options.port, log: this.#log,
       }, adapter);
       port = this.#runtime.listening.port;
     } else {

@@ -5,8 +5,8 @@ import { SluiceError } from '../errors.js';
 import { Engine } from '../protocol/engine.js';
 import { createRegistry } from '../registry/index.js';
 import { ServerCounters } from '../telemetry/counters.js';
-import { collectTools } from '../tools/define.js';
-import type { Tool } from '../tools/define.js';
+import { collectCatalog } from '../catalog/catalog.js';
+import type { Catalog } from '../catalog/catalog.js';
 import { ToolPool } from '../tools/pool.js';
 import { serveStdio } from '../transport/stdio/stdio.js';
 import { resolveOptions } from './options.js';
@@ -25,27 +25,27 @@ export interface StdioServerOptions extends ServerOptions {
 export async function serveStdioServer(options: StdioServerOptions): Promise<void> {
   const resolved = resolveOptions(options);
   const log = options.log ?? ((_level, message) => { process.stderr.write(`${message}\n`); });
-  let tools: Tool[];
+  let catalog: Catalog;
   let toolsModule: string | undefined;
   if (typeof options.tools === 'string' || options.tools instanceof URL) {
     const spec = options.tools instanceof URL ? options.tools.href : options.tools;
     toolsModule = /^[a-z]+:/i.test(spec) ? spec : pathToFileURL(resolvePath(spec)).href;
     const mod = (await import(toolsModule)) as Record<string, unknown>;
-    tools = collectTools(mod.default ?? mod.tools ?? mod);
+    catalog = collectCatalog(mod.default ?? mod.tools ?? mod);
   } else if (Array.isArray(options.tools)) {
-    tools = collectTools(options.tools);
+    catalog = collectCatalog(options.tools);
   } else {
     throw new SluiceError('invalid_option', 'tools must be an array of tools or a module path/URL');
   }
   const registry = createRegistry({ maxThreads: 64, ...options.registry });
   const descriptor = registry.descriptor;
   const counters = ServerCounters.create(64);
-  const pool = toolsModule !== undefined && tools.some((t) => t.pool === true)
+  const pool = toolsModule !== undefined && catalog.tools.some((t) => t.pool === true)
     ? new ToolPool({ toolsModule, registry, registryDescriptor: descriptor, threads: resolved.poolThreads })
     : undefined;
   const stopJanitor = resolved.janitor === false ? undefined : registry.startJanitor(resolved.janitor);
   const engine = new Engine({
-    registry, counters, tools, serverInfo: resolved.serverInfo, instructions: resolved.instructions, pool,
+    registry, counters, catalog, serverInfo: resolved.serverInfo, instructions: resolved.instructions, pool,
     streamCancelTimeoutMs: resolved.streamCancelTimeoutMs, log,
   });
   try {

@@ -4,6 +4,13 @@ import type { RequestId, TrackHandle } from '../registry/index.js';
 /** Where progress goes: the request's SSE stream, or a port back to it from a pool thread. */
 export type ProgressSink = (progress: number, total: number | undefined, message: string | undefined) => void;
 
+/** MCP log levels, least severe first (RFC 5424 order). */
+export const kLogLevels = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'] as const;
+export type LogLevel = (typeof kLogLevels)[number];
+
+/** Where log messages go (notifications/message on the request's stream), already filtered by level. */
+export type LogSink = (level: LogLevel, data: unknown, logger: string | undefined) => void;
+
 /**
  * What a tool handler gets besides its arguments. `cancelled` is one atomic load of the request's
  * row, valid in the HTTP worker and in a pool thread alike; `signal` fires without polling.
@@ -13,14 +20,16 @@ export class ToolContext {
   readonly scope: string;
   readonly #handle: TrackHandle;
   readonly #sink: ProgressSink | undefined;
+  readonly #log: LogSink | undefined;
   #last = -Infinity;
   #killed = false;
   #local: AbortController | undefined;
   #signal: AbortSignal | undefined;
 
-  constructor(handle: TrackHandle, sink: ProgressSink | undefined) {
+  constructor(handle: TrackHandle, sink: ProgressSink | undefined, log?: LogSink) {
     this.#handle = handle;
     this.#sink = sink;
+    this.#log = log;
     this.requestId = handle.id;
     this.scope = handle.scope;
   }
@@ -60,6 +69,15 @@ export class ToolContext {
     if (this.#sink === undefined || progress <= this.#last || this.cancelled) return;
     this.#last = progress;
     this.#sink(progress, total, typeof message === 'string' ? message : undefined);
+  }
+
+  /**
+   * Sends a log message (notifications/message) related to this request, if the client's level lets
+   * it through (legacy: logging/setLevel; 2026-07-28: the request's _meta logLevel, none without it).
+   */
+  log(level: LogLevel, data: unknown, logger?: string): void {
+    if (this.#log === undefined || this.cancelled || !kLogLevels.includes(level)) return;
+    this.#log(level, data, logger);
   }
 
   /** The server gave up on this request: it is cancelled for good, and its signal aborts. */

@@ -3,11 +3,12 @@ import { Engine } from '../../protocol/engine.js';
 import type { Era, Reply, RequestInfo, Running } from '../../protocol/engine.js';
 import { classify, parseJson } from '../../protocol/message.js';
 import {
-  ErrorCode, errorBody, kDefaultLegacyVersion, kLegacyVersions, kMetaClientCapabilities, kMetaProtocolVersion,
+  ErrorCode, errorBody, kDefaultLegacyVersion, kLegacyVersions, kMetaClientCapabilities, kMetaLogLevel, kMetaProtocolVersion,
   kModernVersion,
 } from '../../protocol/wire.js';
 import type { JsonRpcId } from '../../protocol/wire.js';
 import { clientBucket } from '../../registry/index.js';
+import { kLogLevels } from '../../tools/context.js';
 import type { SessionStore } from '../../sessions/store.js';
 import { prometheusText } from '../../telemetry/counters.js';
 import type { Exchange } from './exchange.js';
@@ -43,6 +44,11 @@ export interface HttpEndpointOptions {
   readonly cancelOnDisconnect: boolean;
   /** Add `sluice-worker: <threadId>` to responses (diagnostics and tests). */
   readonly exposeWorker: boolean;
+  /**
+   * DNS-rebinding protection: when set, a request whose Host is not one of these names (any port)
+   * gets 403. The server sets it to the loopback names when it binds to loopback.
+   */
+  readonly allowedHostNames: ReadonlySet<string> | undefined;
 }
 
 const kJson: readonly (readonly [string, string])[] = [['content-type', 'application/json']];
@@ -73,6 +79,14 @@ export class HttpEndpoint {
       }
       this.#plain(ex, 404, 'not found');
       return;
+    }
+    const hosts = this.#o.allowedHostNames;
+    if (hosts !== undefined) {
+      const host = ex.header('host');
+      if (host === undefined || !hosts.has(hostName(host))) {
+        this.#error(ex, 403, null, ErrorCode.InvalidRequest, 'Forbidden: Host not allowed');
+        return;
+      }
     }
     const origin = ex.header('origin');
     if (origin !== undefined && !this.#originAllowed(origin)) {
@@ -188,18 +202,25 @@ export class HttpEndpoint {
     if (era === 'modern') {
       const problem = this.#checkModern(ex, message.method, params as Record<string, unknown> | undefined, meta, metaVersion, headerVersion);
       if (problem !== undefined) return this.#error(ex, problem[0], id, problem[1], problem[2], problem[3]);
-      info = { era, version: kModernVersion, scope: this.#scope(undefined, principal.id, ex) };
+      const requested = (meta as Record<string, unknown>)[kMetaLogLevel];
+      const logLevel = kLogLevels.indexOf(requested as (typeof kLogLevels)[number]);
+      info = { era, version: kModernVersion, scope: this.#scope(undefined, principal.id, ex), logLevel: logLevel < 0 ? undefined : logLevel };
     } else {
       if (headerVersion !== undefined && !(kLegacyVersions as readonly string[]).includes(headerVersion)) {
         return this.#error(ex, 400, id, ErrorCode.InvalidRequest, `Bad Request: unsupported MCP-Protocol-Version ${headerVersion}`);
       }
       let sessionId: string | undefined;
+      let logLevel = 0; // legacy: everything until logging/setLevel says otherwise
+      let setLogLevel: ((level: number) => void) | undefined;
       const store = this.#o.sessions;
       if (store !== undefined && method !== 'initialize') {
         const presented = ex.header('mcp-session-id');
         if (presented === undefined) return this.#error(ex, 400, id, ErrorCode.InvalidRequest, 'Bad Request: Mcp-Session-Id header is required');
-        if (!store.lookup(presented, principal.id, this.#o.sessionIdleMs).ok) return this.#error(ex, 404, id, ErrorCode.InvalidRequest, 'Session not found');
+        const found = store.lookup(presented, principal.id, this.#o.sessionIdleMs);
+        if (!found.ok) return this.#error(ex, 404, id, ErrorCode.InvalidRequest, 'Session not found');
         sessionId = presented;
+        if (found.logLevel >= 0) logLevel = found.logLevel;
+        setLogLevel = (level) => store.setLogLevel(found, level);
       }
       if (store !== undefined && method === 'initialize' && message.kind === 'request') {
         sessionHeader = store.create(principal.id);
@@ -209,7 +230,7 @@ export class HttpEndpoint {
         }
         sessionId = sessionHeader;
       }
-      info = { era, version: headerVersion ?? kDefaultLegacyVersion, scope: this.#scope(sessionId, principal.id, ex) };
+      info = { era, version: headerVersion ?? kDefaultLegacyVersion, scope: this.#scope(sessionId, principal.id, ex), logLevel, setLogLevel };
     }
     if (message.kind === 'notification') {
       const outcome = this.#engine.handleNotification(message.method, message.params, info);
@@ -273,6 +294,17 @@ export class HttpEndpoint {
     this.#engine.config.log('error', `sluice: unexpected error serving a request: ${error instanceof Error ? error.stack ?? error.message : String(error)}`);
     this.#error(ex, 500, null, ErrorCode.InternalError, 'Internal error');
   }
+}
+
+/** The name part of a Host header value (`[::1]:3000` → `[::1]`), lower-case. */
+function hostName(host: string): string {
+  const h = host.trim().toLowerCase();
+  if (h.startsWith('[')) {
+    const end = h.indexOf(']');
+    return end === -1 ? h : h.slice(0, end + 1);
+  }
+  const colon = h.lastIndexOf(':');
+  return colon === -1 ? h : h.slice(0, colon);
 }
 
 /** The media type of a Content-Type value, lower-case, without parameters. */

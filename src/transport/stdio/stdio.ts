@@ -2,7 +2,8 @@ import type { Readable, Writable } from 'node:stream';
 import { Engine } from '../../protocol/engine.js';
 import type { Era, Reply, RequestInfo } from '../../protocol/engine.js';
 import { classify } from '../../protocol/message.js';
-import { ErrorCode, errorBody, kDefaultLegacyVersion, kMetaProtocolVersion, kModernVersion } from '../../protocol/wire.js';
+import { ErrorCode, errorBody, kDefaultLegacyVersion, kMetaLogLevel, kMetaProtocolVersion, kModernVersion } from '../../protocol/wire.js';
+import { kLogLevels } from '../../tools/context.js';
 import type { JsonRpcId } from '../../protocol/wire.js';
 
 export interface StdioOptions {
@@ -26,6 +27,8 @@ export function serveStdio(engine: Engine, options: StdioOptions): Promise<void>
   let discarding = false;
   let active = 0;
   let ended = false;
+  let sessionLogLevel = 0; // the whole connection is one session: logging/setLevel applies to it
+  const setLogLevel = (level: number) => { sessionLogLevel = level; };
   let finish: () => void = () => {};
   const done = new Promise<void>((resolve) => { finish = resolve; });
   const write = (line: string) => { output.write(`${line}\n`); };
@@ -54,7 +57,11 @@ export function serveStdio(engine: Engine, options: StdioOptions): Promise<void>
     const meta = params !== null && typeof params === 'object' ? (params._meta as Record<string, unknown> | undefined) : undefined;
     const modern = meta !== null && typeof meta === 'object' && meta[kMetaProtocolVersion] !== undefined && message.method !== 'initialize';
     const era: Era = modern ? 'modern' : 'legacy';
-    const info: RequestInfo = { era, version: modern ? kModernVersion : kDefaultLegacyVersion, scope: kScope };
+    const requested = modern ? kLogLevels.indexOf(meta![kMetaLogLevel] as (typeof kLogLevels)[number]) : sessionLogLevel;
+    const info: RequestInfo = {
+      era, version: modern ? kModernVersion : kDefaultLegacyVersion, scope: kScope,
+      logLevel: requested < 0 ? undefined : requested, setLogLevel,
+    };
     if (message.kind === 'notification') {
       const outcome = engine.handleNotification(message.method, message.params, info);
       // A notification is never answered on stdio, not even with an error: it is logged instead.

@@ -1,0 +1,42 @@
+import { SluiceError } from '../errors.js';
+import type { ToolContext } from '../tools/context.js';
+import type { ContentBlock } from '../tools/define.js';
+
+export interface PromptArgument {
+  name: string;
+  title?: string;
+  description?: string;
+  required?: boolean;
+}
+
+export interface PromptMessage {
+  role: 'user' | 'assistant';
+  content: ContentBlock;
+}
+
+export interface GetPromptResult {
+  description?: string;
+  messages: PromptMessage[];
+}
+
+export interface PromptDefinition {
+  name: string;
+  title?: string;
+  description?: string;
+  arguments?: PromptArgument[];
+  get(args: Record<string, string>, ctx: ToolContext): GetPromptResult | string | Promise<GetPromptResult | string>;
+  /** Completions for an argument (completion/complete with ref/prompt). */
+  complete?: Record<string, (value: string, context: Record<string, string>) => string[] | Promise<string[]>>;
+}
+
+export type Prompt = Readonly<PromptDefinition> & { readonly kind: 'sluice/prompt' };
+
+export function definePrompt(definition: PromptDefinition): Prompt {
+  if (typeof definition?.name !== 'string' || definition.name === '') throw new SluiceError('invalid_option', 'a prompt needs a name');
+  if (typeof definition.get !== 'function') throw new SluiceError('invalid_option', `prompt ${definition.name}: get must be a function`);
+  return Object.freeze({ ...definition, kind: 'sluice/prompt' as const });
+}
+
+export function toPromptResult(output: GetPromptResult | string): GetPromptResult {
+  return typeof output === 'string' ? { messages: [{ role: 'user', content: { type: 'text', text: output } }] } : output;
+}

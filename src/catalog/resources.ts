@@ -1,0 +1,68 @@
+import { SluiceError } from '../errors.js';
+import type { ToolContext } from '../tools/context.js';
+
+/** One item of a resources/read result. */
+export type ResourceContents =
+  | { uri: string; mimeType?: string; text: string; _meta?: Record<string, unknown> }
+  | { uri: string; mimeType?: string; blob: string; _meta?: Record<string, unknown> };
+
+/** What a read handler may return: full contents, a string (text), or bytes (a base64 blob). */
+export type ReadOutput = ResourceContents[] | ResourceContents | string | Uint8Array;
+
+export interface ResourceDefinition {
+  uri: string;
+  name: string;
+  title?: string;
+  description?: string;
+  mimeType?: string;
+  read(ctx: ToolContext): ReadOutput | Promise<ReadOutput>;
+}
+
+export interface ResourceTemplateDefinition {
+  /** RFC 6570 level-1 template, e.g. `test://template/{id}/data`. */
+  uriTemplate: string;
+  name: string;
+  title?: string;
+  description?: string;
+  mimeType?: string;
+  read(uri: string, variables: Record<string, string>, ctx: ToolContext): ReadOutput | Promise<ReadOutput>;
+  /** Completions for a template variable (completion/complete with ref/resource). */
+  complete?: Record<string, (value: string) => string[] | Promise<string[]>>;
+}
+
+export type Resource = Readonly<ResourceDefinition> & { readonly kind: 'sluice/resource' };
+export type ResourceTemplate = Readonly<ResourceTemplateDefinition> & { readonly kind: 'sluice/resource-template'; readonly pattern: RegExp; readonly variables: readonly string[] };
+
+export function defineResource(definition: ResourceDefinition): Resource {
+  if (typeof definition?.uri !== 'string' || definition.uri === '') throw new SluiceError('invalid_option', 'a resource needs a uri');
+  if (typeof definition.name !== 'string') throw new SluiceError('invalid_option', `resource ${definition.uri}: name must be a string`);
+  if (typeof definition.read !== 'function') throw new SluiceError('invalid_option', `resource ${definition.uri}: read must be a function`);
+  return Object.freeze({ ...definition, kind: 'sluice/resource' as const });
+}
+
+export function defineResourceTemplate(definition: ResourceTemplateDefinition): ResourceTemplate {
+  if (typeof definition?.uriTemplate !== 'string') throw new SluiceError('invalid_option', 'a resource template needs a uriTemplate');
+  if (typeof definition.read !== 'function') throw new SluiceError('invalid_option', `template ${definition.uriTemplate}: read must be a function`);
+  const variables: string[] = [];
+  let source = '^';
+  let last = 0;
+  for (const m of definition.uriTemplate.matchAll(/\{([A-Za-z0-9_]+)\}/g)) {
+    source += escape(definition.uriTemplate.slice(last, m.index)) + '([^/?#]+)';
+    variables.push(m[1]);
+    last = (m.index ?? 0) + m[0].length;
+  }
+  source += `${escape(definition.uriTemplate.slice(last))}$`;
+  return Object.freeze({ ...definition, kind: 'sluice/resource-template' as const, pattern: new RegExp(source), variables });
+}
+
+function escape(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/** Normalises what a read handler returned. */
+export function toContents(uri: string, mimeType: string | undefined, output: ReadOutput): ResourceContents[] {
+  const base = mimeType === undefined ? { uri } : { uri, mimeType };
+  if (typeof output === 'string') return [{ ...base, text: output }];
+  if (output instanceof Uint8Array) return [{ ...base, blob: Buffer.from(output.buffer, output.byteOffset, output.byteLength).toString('base64') }];
+  return Array.isArray(output) ? output : [output];
+}
