@@ -1,5 +1,5 @@
 import { SluiceError } from '../errors.js';
-import type { ToolContext } from '../tools/context.js';
+import type { InputRequired, ToolContext } from '../tools/context.js';
 import type { ContentBlock } from '../tools/define.js';
 
 export interface PromptArgument {
@@ -24,7 +24,7 @@ export interface PromptDefinition {
   title?: string;
   description?: string;
   arguments?: PromptArgument[];
-  get(args: Record<string, string>, ctx: ToolContext): GetPromptResult | string | Promise<GetPromptResult | string>;
+  get(args: Record<string, string>, ctx: ToolContext): GetPromptResult | string | InputRequired | Promise<GetPromptResult | string | InputRequired>;
   /** Completions for an argument (completion/complete with ref/prompt). */
   complete?: Record<string, (value: string, context: Record<string, string>) => string[] | Promise<string[]>>;
 }
@@ -37,6 +37,7 @@ export function definePrompt(definition: PromptDefinition): Prompt {
   return Object.freeze({ ...definition, kind: 'sluice/prompt' as const });
 }
 
-export function toPromptResult(output: GetPromptResult | string): GetPromptResult {
+export function toPromptResult(output: GetPromptResult | string | InputRequired): GetPromptResult | InputRequired {
+  if (typeof output === 'object' && (output as InputRequired).kind === 'sluice/input-required') return output;
   return typeof output === 'string' ? { messages: [{ role: 'user', content: { type: 'text', text: output } }] } : output;
 }

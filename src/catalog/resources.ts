@@ -1,5 +1,5 @@
 import { SluiceError } from '../errors.js';
-import type { ToolContext } from '../tools/context.js';
+import type { InputRequired, ToolContext } from '../tools/context.js';
 
 /** One item of a resources/read result. */
 export type ResourceContents =
@@ -7,7 +7,7 @@ export type ResourceContents =
   | { uri: string; mimeType?: string; blob: string; _meta?: Record<string, unknown> };
 
 /** What a read handler may return: full contents, a string (text), or bytes (a base64 blob). */
-export type ReadOutput = ResourceContents[] | ResourceContents | string | Uint8Array;
+export type ReadOutput = ResourceContents[] | ResourceContents | string | Uint8Array | InputRequired;
 
 export interface ResourceDefinition {
   uri: string;
@@ -60,7 +60,7 @@ function escape(text: string): string {
 }
 
 /** Normalises what a read handler returned. */
-export function toContents(uri: string, mimeType: string | undefined, output: ReadOutput): ResourceContents[] {
+export function toContents(uri: string, mimeType: string | undefined, output: Exclude<ReadOutput, InputRequired>): ResourceContents[] {
   const base = mimeType === undefined ? { uri } : { uri, mimeType };
   if (typeof output === 'string') return [{ ...base, text: output }];
   if (output instanceof Uint8Array) return [{ ...base, blob: Buffer.from(output.buffer, output.byteOffset, output.byteLength).toString('base64') }];

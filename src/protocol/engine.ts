@@ -4,8 +4,9 @@ import { validRequestId } from '../registry/index.js';
 import { requestKilledChannel, requestStopChannel } from '../telemetry/channels.js';
 import { Counter } from '../telemetry/counters.js';
 import type { ServerCounters } from '../telemetry/counters.js';
-import { ToolContext, kLogLevels } from '../tools/context.js';
-import type { LogSink, ProgressSink } from '../tools/context.js';
+import { ToolContext, isInputRequired, kLogLevels } from '../tools/context.js';
+import type { InputRequired, LogSink, ProgressSink, RequestInput } from '../tools/context.js';
+import { RequestStateSealer } from './request-state.js';
 import type { Catalog } from '../catalog/catalog.js';
 import { toPromptResult } from '../catalog/prompts.js';
 import type { Prompt } from '../catalog/prompts.js';
@@ -16,7 +17,7 @@ import type { CallToolResult, Tool, ToolOutput } from '../tools/define.js';
 import { checkSchema } from '../tools/schema.js';
 import type { ToolPool } from '../tools/pool.js';
 import {
-  ErrorCode, ProtocolError, errorBody, kLegacyVersions, kMetaServerInfo, kModernVersion, notificationBody, resultBody,
+  ErrorCode, ProtocolError, errorBody, kLegacyVersions, kMetaClientCapabilities, kMetaServerInfo, kModernVersion, notificationBody, resultBody,
 } from './wire.js';
 import type { JsonRpcId } from './wire.js';
 
@@ -74,6 +75,8 @@ export interface EngineConfig {
   readonly streamCancelTimeoutMs: number;
   /** Where refusals worth an operator's attention go. */
   readonly log: (level: 'warn' | 'error', message: string) => void;
+  /** Key that seals 2026-07-28 requestState (the same in every thread of a server). */
+  readonly stateKey: Uint8Array;
 }
 
 type Handler = (run: Run, params: Record<string, unknown> | undefined) => unknown;
@@ -100,9 +103,12 @@ export class Engine {
   readonly #templateList: readonly Record<string, unknown>[];
   readonly #promptList: readonly Record<string, unknown>[];
   readonly #capabilities: Record<string, unknown>;
+  readonly #modernCapabilities: Record<string, unknown>;
+  readonly sealer: RequestStateSealer;
 
   constructor(config: EngineConfig) {
     this.config = config;
+    this.sealer = new RequestStateSealer(config.stateKey);
     const { catalog } = config;
     for (const tool of catalog.tools) this.#tools.set(tool.name, tool);
     for (const r of catalog.resources) this.#resources.set(r.uri, r);
@@ -118,6 +124,11 @@ export class Engine {
       ...(catalog.prompts.length > 0 ? { prompts: { listChanged: false } } : {}),
       completions: {},
       logging: {},
+    };
+    // 2026-07-28 replaces resources/subscribe with subscriptions/listen, which is not offered yet.
+    this.#modernCapabilities = {
+      ...this.#capabilities,
+      ...(this.#capabilities.resources !== undefined ? { resources: { listChanged: false } } : {}),
     };
     this.#toolList = catalog.tools.map((t) => {
       const entry: Record<string, unknown> = { name: t.name, description: t.description, inputSchema: t.inputSchema };
@@ -204,8 +215,14 @@ export class Engine {
     };
   }
 
-  /** Result decoration the modern era requires on every result. */
+  /** Result decoration the modern era requires on every result (and the shape of an input-required one). */
   decorate(run: Run, result: Record<string, unknown>): Record<string, unknown> {
+    if (isInputRequired(result)) {
+      if (run.info.era !== 'modern') throw new ProtocolError(ErrorCode.InternalError, 'an input-required result needs the 2026-07-28 protocol');
+      const out: Record<string, unknown> = { resultType: 'input_required', inputRequests: result.inputRequests };
+      if (result.state !== undefined) out.requestState = this.sealer.seal(result.state, run.method, run.target);
+      return { ...out, _meta: { [kMetaServerInfo]: this.config.serverInfo } };
+    }
     if (run.info.era !== 'modern') return result;
     const meta = (result._meta !== null && typeof result._meta === 'object' ? result._meta : {}) as Record<string, unknown>;
     return { ...result, resultType: 'complete', _meta: { ...meta, [kMetaServerInfo]: this.config.serverInfo } };
@@ -226,7 +243,7 @@ export class Engine {
   #discover(): Record<string, unknown> {
     const result: Record<string, unknown> = {
       supportedVersions: [kModernVersion, ...kLegacyVersions],
-      capabilities: this.#capabilities,
+      capabilities: this.#modernCapabilities,
       ttlMs: kCacheTtlMs,
       cacheScope: 'public',
     };
@@ -251,12 +268,15 @@ export class Engine {
   async #readResource(run: Run, params: Record<string, unknown> | undefined): Promise<Record<string, unknown>> {
     const uri = params?.uri;
     if (typeof uri !== 'string') throw new ProtocolError(ErrorCode.InvalidParams, 'resources/read needs a uri');
-    const ctx = new ToolContext(run.handle, undefined, run.logSink());
+    run.target = uri;
+    const ctx = new ToolContext(run.handle, undefined, run.logSink(), this.#input(run, params));
     run.ctx = ctx;
     const fixed = this.#resources.get(uri);
     let contents;
     if (fixed !== undefined) {
-      contents = toContents(uri, fixed.mimeType, await fixed.read(ctx));
+      const output = await fixed.read(ctx);
+      if (isInputRequired(output)) return output as unknown as Record<string, unknown>;
+      contents = toContents(uri, fixed.mimeType, output);
     } else {
       let found: ResourceTemplate | undefined;
       let match: RegExpExecArray | null = null;
@@ -270,7 +290,9 @@ export class Engine {
           : new ProtocolError(ErrorCode.ResourceNotFound, 'Resource not found', { uri });
       }
       const vars = Object.fromEntries(found.variables.map((name, i) => [name, decodeURIComponent(match![i + 1])]));
-      contents = toContents(uri, found.mimeType, await found.read(uri, vars, ctx));
+      const output = await found.read(uri, vars, ctx);
+      if (isInputRequired(output)) return output as unknown as Record<string, unknown>;
+      contents = toContents(uri, found.mimeType, output);
     }
     const result = { contents };
     return run.info.era === 'modern' ? withCaching(result) : result;
@@ -291,9 +313,10 @@ export class Engine {
     for (const a of prompt.arguments ?? []) {
       if (a.required === true && args[a.name] === undefined) throw new ProtocolError(ErrorCode.InvalidParams, `Missing required argument: ${a.name}`);
     }
-    const ctx = new ToolContext(run.handle, undefined, run.logSink());
+    run.target = name;
+    const ctx = new ToolContext(run.handle, undefined, run.logSink(), this.#input(run, params));
     run.ctx = ctx;
-    return { ...toPromptResult(await prompt.get(args, ctx)) };
+    return { ...toPromptResult(await prompt.get(args, ctx)) } as Record<string, unknown>;
   }
 
   async #complete(params: Record<string, unknown> | undefined): Promise<Record<string, unknown>> {
@@ -319,6 +342,27 @@ export class Engine {
     return { completion: { values: values.slice(0, 100), total: values.length, hasMore: values.length > 100 } };
   }
 
+  /**
+   * What a 2026-07-28 request carried for a multi-round exchange; a requestState that fails its
+   * integrity check is refused (-32602). Undefined in the legacy era.
+   */
+  #input(run: Run, params: Record<string, unknown> | undefined): RequestInput | undefined {
+    if (run.info.era !== 'modern') return undefined;
+    const meta = params?._meta as Record<string, unknown> | undefined;
+    const capabilities = meta?.[kMetaClientCapabilities] as Record<string, unknown> | undefined;
+    const responses = params?.inputResponses;
+    if (responses !== undefined && (responses === null || typeof responses !== 'object' || Array.isArray(responses))) {
+      throw new ProtocolError(ErrorCode.InvalidParams, 'inputResponses must be an object');
+    }
+    let state: unknown;
+    if (params?.requestState !== undefined) {
+      const opened = this.sealer.open(params.requestState, run.method, run.target);
+      if (!opened.ok) throw new ProtocolError(ErrorCode.InvalidParams, 'Invalid requestState: integrity check failed');
+      state = opened.state;
+    }
+    return { clientCapabilities: capabilities, inputResponses: responses as Record<string, unknown> | undefined, requestState: state };
+  }
+
   #subscribe(params: Record<string, unknown> | undefined): Record<string, unknown> {
     if (typeof params?.uri !== 'string') throw new ProtocolError(ErrorCode.InvalidParams, 'needs a uri');
     // Accepted; resources here do not change, so there is nothing to notify about.
@@ -332,11 +376,19 @@ export class Engine {
     return {};
   }
 
-  #callTool(run: Run, params: Record<string, unknown> | undefined): CallToolResult | Promise<CallToolResult> {
+  #callTool(run: Run, params: Record<string, unknown> | undefined): CallToolResult | InputRequired | Promise<CallToolResult | InputRequired> {
     const name = params?.name;
     if (typeof name !== 'string') throw new ProtocolError(ErrorCode.InvalidParams, 'tools/call needs a tool name');
     const tool = this.#tools.get(name);
     if (tool === undefined) throw new ProtocolError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
+    run.target = name;
+    const input = this.#input(run, params);
+    if (tool.requires !== undefined && input !== undefined) {
+      const missing = Object.fromEntries(Object.entries(tool.requires).filter(([cap]) => input.clientCapabilities?.[cap] === undefined));
+      if (Object.keys(missing).length > 0) {
+        throw new ProtocolError(ErrorCode.MissingRequiredClientCapability, 'Missing required client capability', { requiredCapabilities: missing }, 400);
+      }
+    }
     const args = params?.arguments ?? {};
     if (args === null || typeof args !== 'object' || Array.isArray(args)) throw new ProtocolError(ErrorCode.InvalidParams, 'arguments must be an object');
     const problem = checkSchema(tool.inputSchema, args);
@@ -349,7 +401,7 @@ export class Engine {
       if (pool === undefined) throw new ProtocolError(ErrorCode.InternalError, `tool ${name} runs in the pool, but the server has no pool`);
       return run.runInPool(pool, tool.name, args as Record<string, unknown>, sink);
     }
-    const ctx = new ToolContext(run.handle, sink, run.logSink());
+    const ctx = new ToolContext(run.handle, sink, run.logSink(), input);
     run.ctx = ctx;
     let output: ToolOutput | Promise<ToolOutput>;
     try {
@@ -386,6 +438,8 @@ class Run implements Running {
   readonly handle: TrackHandle;
   readonly started = performance.now();
   ctx: ToolContext | undefined;
+  /** What the request names (tool, prompt, resource URI): requestState is sealed to it. */
+  target = '';
   /** Released: untracked and cleared. */
   settled = false;
   /** Nothing more may be written to the reply. */
@@ -420,9 +474,16 @@ class Run implements Running {
 
   succeed(result: Record<string, unknown>): void {
     if (!this.ended) {
+      let body: string;
+      try {
+        body = resultBody(this.id, this.engine.decorate(this, result));
+      } catch (error) {
+        this.fail(error);
+        return;
+      }
       this.ended = true;
       if (this.handle.cancelled) this.reply.cancelled();
-      else this.reply.respond(resultBody(this.id, this.engine.decorate(this, result)), 200);
+      else this.reply.respond(body, 200);
     }
     this.#release(this.handle.cancelled ? 'cancelled' : 'ok');
   }

@@ -20,6 +20,8 @@ export interface SharedState {
   readonly registry: RegistryDescriptor;
   readonly counters: ServerCountersDescriptor;
   readonly sessions: SessionStoreDescriptor | undefined;
+  /** Seals 2026-07-28 requestState: one key for every thread, so any worker can open a state. */
+  readonly stateKey: Uint8Array;
 }
 
 export interface Runtime {
@@ -73,6 +75,7 @@ export async function startRuntime(input: RuntimeInput, adapter: 'uws' | 'node')
     pool,
     streamCancelTimeoutMs: options.streamCancelTimeoutMs,
     log: input.log,
+    stateKey: shared.stateKey,
   });
   const endpoint = new HttpEndpoint(engine, {
     path: options.path,

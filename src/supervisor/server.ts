@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { channel } from 'node:diagnostics_channel';
 import { createServer as createNetServer } from 'node:net';
 import { resolve as resolvePath } from 'node:path';
@@ -92,7 +93,7 @@ class SluiceServer implements Server {
     this.registry = createRegistry({ maxThreads: kMaxThreads, ...raw.registry });
     this.#counters = ServerCounters.create(kMaxThreads);
     this.#sessions = options.sessions ? SessionStore.create(options.maxSessions, kMaxThreads) : undefined;
-    this.#shared = { registry: this.registry.descriptor, counters: this.#counters.descriptor, sessions: this.#sessions?.descriptor };
+    this.#shared = { registry: this.registry.descriptor, counters: this.#counters.descriptor, sessions: this.#sessions?.descriptor, stateKey: randomBytes(32) };
   }
 
   get workerThreadIds(): readonly number[] {

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { Readable, Writable } from 'node:stream';
 import { resolve as resolvePath } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -46,7 +47,7 @@ export async function serveStdioServer(options: StdioServerOptions): Promise<voi
   const stopJanitor = resolved.janitor === false ? undefined : registry.startJanitor(resolved.janitor);
   const engine = new Engine({
     registry, counters, catalog, serverInfo: resolved.serverInfo, instructions: resolved.instructions, pool,
-    streamCancelTimeoutMs: resolved.streamCancelTimeoutMs, log,
+    streamCancelTimeoutMs: resolved.streamCancelTimeoutMs, log, stateKey: randomBytes(32),
   });
   try {
     await serveStdio(engine, { input: options.input ?? process.stdin, output: options.output ?? process.stdout, maxLineBytes: resolved.maxBodyBytes });

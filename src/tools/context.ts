@@ -11,6 +11,26 @@ export type LogLevel = (typeof kLogLevels)[number];
 /** Where log messages go (notifications/message on the request's stream), already filtered by level. */
 export type LogSink = (level: LogLevel, data: unknown, logger: string | undefined) => void;
 
+/** What a handler returns to ask the client for input first (2026-07-28 multi-round requests). */
+export interface InputRequired {
+  readonly kind: 'sluice/input-required';
+  /** Keyed requests the client answers: `{ key: { method: 'elicitation/create' | 'sampling/createMessage' | 'roots/list', params } }`. */
+  readonly inputRequests: Record<string, { method: string; params?: Record<string, unknown> }>;
+  /** State to get back on the retry, sealed against tampering; undefined for none. */
+  readonly state: unknown;
+}
+
+export function isInputRequired(value: unknown): value is InputRequired {
+  return value !== null && typeof value === 'object' && (value as { kind?: unknown }).kind === 'sluice/input-required';
+}
+
+/** What a 2026-07-28 request carried for a multi-round exchange. */
+export interface RequestInput {
+  readonly clientCapabilities: Record<string, unknown> | undefined;
+  readonly inputResponses: Record<string, unknown> | undefined;
+  readonly requestState: unknown;
+}
+
 /**
  * What a tool handler gets besides its arguments. `cancelled` is one atomic load of the request's
  * row, valid in the HTTP worker and in a pool thread alike; `signal` fires without polling.
@@ -21,15 +41,17 @@ export class ToolContext {
   readonly #handle: TrackHandle;
   readonly #sink: ProgressSink | undefined;
   readonly #log: LogSink | undefined;
+  readonly #input: RequestInput | undefined;
   #last = -Infinity;
   #killed = false;
   #local: AbortController | undefined;
   #signal: AbortSignal | undefined;
 
-  constructor(handle: TrackHandle, sink: ProgressSink | undefined, log?: LogSink) {
+  constructor(handle: TrackHandle, sink: ProgressSink | undefined, log?: LogSink, input?: RequestInput) {
     this.#handle = handle;
     this.#sink = sink;
     this.#log = log;
+    this.#input = input;
     this.requestId = handle.id;
     this.scope = handle.scope;
   }
@@ -78,6 +100,30 @@ export class ToolContext {
   log(level: LogLevel, data: unknown, logger?: string): void {
     if (this.#log === undefined || this.cancelled || !kLogLevels.includes(level)) return;
     this.#log(level, data, logger);
+  }
+
+  /** The client's declared capabilities (2026-07-28: from the request's _meta; legacy: undefined). */
+  get clientCapabilities(): Record<string, unknown> | undefined {
+    return this.#input?.clientCapabilities;
+  }
+
+  /** Answers to the input requests of the previous round, by key (2026-07-28). */
+  get inputResponses(): Record<string, unknown> | undefined {
+    return this.#input?.inputResponses;
+  }
+
+  /** The state returned by the previous round's `inputRequired`, verified untampered. */
+  get requestState(): unknown {
+    return this.#input?.requestState;
+  }
+
+  /**
+   * Returns (for the handler to return) an input-required result: the client answers `inputRequests`
+   * and retries with the answers and `state`. Only tools/call, prompts/get and resources/read, only
+   * in the 2026-07-28 era.
+   */
+  inputRequired(inputRequests: InputRequired['inputRequests'], state?: unknown): InputRequired {
+    return { kind: 'sluice/input-required', inputRequests, state };
   }
 
   /** The server gave up on this request: it is cancelled for good, and its signal aborts. */

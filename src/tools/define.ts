@@ -1,5 +1,5 @@
 import { SluiceError } from '../errors.js';
-import type { ToolContext } from './context.js';
+import type { InputRequired, ToolContext } from './context.js';
 import type { JsonSchema } from './schema.js';
 
 /** MCP content blocks a tool may return (the common ones; others pass through as given). */
@@ -21,7 +21,7 @@ export interface CallToolResult {
  * What a handler may return: a full CallToolResult, a string (one text block), or any other
  * JSON value (sent as structuredContent plus its JSON text).
  */
-export type ToolOutput = CallToolResult | string | number | boolean | null | Record<string, unknown> | unknown[];
+export type ToolOutput = CallToolResult | InputRequired | string | number | boolean | null | Record<string, unknown> | unknown[];
 
 export interface ToolDefinition<Args extends Record<string, unknown> = Record<string, unknown>> {
   /** 1–128 characters of [A-Za-z0-9_.-]. */
@@ -37,6 +37,11 @@ export interface ToolDefinition<Args extends Record<string, unknown> = Record<st
    * defined in the tools module the server was given, so the pool thread can load it.
    */
   pool?: boolean;
+  /**
+   * Client capabilities the tool needs (2026-07-28): a request from a client that did not declare
+   * them is refused with -32021 and HTTP 400, e.g. `{ sampling: {} }`.
+   */
+  requires?: Record<string, Record<string, unknown>>;
   handler(args: Args, ctx: ToolContext): ToolOutput | Promise<ToolOutput>;
 }
 
@@ -72,8 +77,9 @@ export function collectTools(exported: unknown): Tool[] {
   return tools;
 }
 
-/** Turns whatever a handler returned into a CallToolResult. */
-export function toCallToolResult(output: ToolOutput): CallToolResult {
+/** Turns whatever a handler returned into a CallToolResult (an input-required result passes through). */
+export function toCallToolResult(output: ToolOutput): CallToolResult | InputRequired {
+  if (output !== null && typeof output === 'object' && (output as InputRequired).kind === 'sluice/input-required') return output as InputRequired;
   if (typeof output === 'string') return { content: [{ type: 'text', text: output }] };
   if (output !== null && typeof output === 'object' && !Array.isArray(output) && Array.isArray((output as CallToolResult).content)) {
     return output as CallToolResult;

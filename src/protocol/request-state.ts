@@ -1,0 +1,39 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+
+/**
+ * Integrity-protected `requestState` for 2026-07-28 multi-round requests: the state is the client's to
+ * carry and ours to trust only after checking. Sealed as base64url(JSON) + "." + base64url(HMAC-SHA256),
+ * with the HMAC also covering the method and target name, so a state cannot be replayed elsewhere.
+ */
+export class RequestStateSealer {
+  readonly #key: Uint8Array;
+
+  constructor(key: Uint8Array) {
+    this.#key = key;
+  }
+
+  seal(state: unknown, method: string, target: string): string {
+    const payload = Buffer.from(JSON.stringify(state ?? null)).toString('base64url');
+    return `${payload}.${this.#mac(payload, method, target)}`;
+  }
+
+  /** The state, or `undefined` when the text was not sealed by us for this method and target. */
+  open(text: unknown, method: string, target: string): { ok: true; state: unknown } | { ok: false } {
+    if (typeof text !== 'string' || text.length > 64 * 1024) return { ok: false };
+    const dot = text.indexOf('.');
+    if (dot <= 0) return { ok: false };
+    const payload = text.slice(0, dot);
+    const given = Buffer.from(text.slice(dot + 1), 'base64url');
+    const expected = Buffer.from(this.#mac(payload, method, target), 'base64url');
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { ok: false };
+    try {
+      return { ok: true, state: JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as unknown };
+    } catch {
+      return { ok: false };
+    }
+  }
+
+  #mac(payload: string, method: string, target: string): string {
+    return createHmac('sha256', this.#key).update(`${method}\u0000${target}\u0000${payload}`).digest('base64url');
+  }
+}
