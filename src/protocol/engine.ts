@@ -5,7 +5,8 @@ import { requestKilledChannel, requestStopChannel } from '../telemetry/channels.
 import { Counter } from '../telemetry/counters.js';
 import type { ServerCounters } from '../telemetry/counters.js';
 import { ToolContext, isInputRequired, kLogLevels } from '../tools/context.js';
-import type { InputRequired, LogSink, ProgressSink, RequestInput } from '../tools/context.js';
+import type { ClientRequester, InputRequired, LogSink, ProgressSink, RequestInput } from '../tools/context.js';
+import { threadId } from 'node:worker_threads';
 import { RequestStateSealer } from './request-state.js';
 import type { Catalog } from '../catalog/catalog.js';
 import { toPromptResult } from '../catalog/prompts.js';
@@ -37,6 +38,15 @@ export interface RequestInfo {
   readonly logLevel: number | undefined;
   /** Legacy logging/setLevel: where the session keeps its level. */
   readonly setLogLevel?: ((level: number) => void) | undefined;
+  /** Legacy: the capabilities the client declared at initialize (kept with its session). */
+  readonly clientCapabilities?: Record<string, unknown> | undefined;
+}
+
+/** A JSON-RPC response the client sent to one of our requests. */
+export interface ClientResponse {
+  readonly id: unknown;
+  readonly result: unknown;
+  readonly error: unknown;
 }
 
 /** The output side of one request, provided by the transport (HTTP exchange, stdio line writer). */
@@ -77,6 +87,17 @@ export interface EngineConfig {
   readonly log: (level: 'warn' | 'error', message: string) => void;
   /** Key that seals 2026-07-28 requestState (the same in every thread of a server). */
   readonly stateKey: Uint8Array;
+  /**
+   * Hands a response to the thread whose request it answers (the client may POST it to any worker).
+   * Absent: single-thread transports.
+   */
+  readonly forwardResponse?: ((threadId: number, response: ClientResponse, scope: string) => void) | undefined;
+}
+
+interface PendingClientRequest {
+  resolve(result: unknown): void;
+  reject(error: Error): void;
+  readonly scope: string;
 }
 
 type Handler = (run: Run, params: Record<string, unknown> | undefined) => unknown;
@@ -105,6 +126,9 @@ export class Engine {
   readonly #capabilities: Record<string, unknown>;
   readonly #modernCapabilities: Record<string, unknown>;
   readonly sealer: RequestStateSealer;
+  /** Requests sent to clients, awaiting their responses. Ids name this thread: `s<threadId>-<n>`. */
+  readonly #pending = new Map<string, PendingClientRequest>();
+  #nextRequest = 0;
 
   constructor(config: EngineConfig) {
     this.config = config;
@@ -215,6 +239,49 @@ export class Engine {
     };
   }
 
+  /** Sends a request to the client of `run` (legacy: on its SSE stream) and waits for the response. */
+  requestClient(run: Run, method: string, params: Record<string, unknown>): Promise<unknown> {
+    const id = `s${threadId}-${++this.#nextRequest}`;
+    return new Promise((resolve, reject) => {
+      this.#pending.set(id, { resolve, reject, scope: run.info.scope });
+      run.pendingRequests.add(id);
+      run.reply.notify(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"method":${JSON.stringify(method)},"params":${JSON.stringify(params)}}`);
+    });
+  }
+
+  /** Drops a request that will never be answered (its run ended). */
+  abandonClientRequest(id: string, error: Error): void {
+    const pending = this.#pending.get(id);
+    if (pending === undefined) return;
+    this.#pending.delete(id);
+    pending.reject(error);
+  }
+
+  /**
+   * A response the client POSTed (or wrote on stdio): settles our waiting request if it is this
+   * thread's and the sender's scope is the one we asked; forwards it if another thread asked.
+   */
+  handleResponse(response: ClientResponse, scope: string): void {
+    const id = response.id;
+    if (typeof id !== 'string') return;
+    const m = /^s(\d+)-\d+$/.exec(id);
+    if (m === null) return;
+    const owner = Number(m[1]);
+    if (owner !== threadId) {
+      this.config.forwardResponse?.(owner, { id, result: response.result, error: response.error }, scope);
+      return;
+    }
+    const pending = this.#pending.get(id);
+    if (pending === undefined || pending.scope !== scope) return; // unknown, late, or someone else's
+    this.#pending.delete(id);
+    if (response.error !== undefined) {
+      const e = response.error as { code?: unknown; message?: unknown };
+      pending.reject(new ProtocolError(typeof e?.code === 'number' ? e.code : ErrorCode.InternalError, typeof e?.message === 'string' ? e.message : 'the client answered with an error'));
+    } else {
+      pending.resolve(response.result);
+    }
+  }
+
   /** Result decoration the modern era requires on every result (and the shape of an input-required one). */
   decorate(run: Run, result: Record<string, unknown>): Record<string, unknown> {
     if (isInputRequired(result)) {
@@ -269,7 +336,7 @@ export class Engine {
     const uri = params?.uri;
     if (typeof uri !== 'string') throw new ProtocolError(ErrorCode.InvalidParams, 'resources/read needs a uri');
     run.target = uri;
-    const ctx = new ToolContext(run.handle, undefined, run.logSink(), this.#input(run, params));
+    const ctx = new ToolContext(run.handle, undefined, run.logSink(), this.#input(run, params), run.requester());
     run.ctx = ctx;
     const fixed = this.#resources.get(uri);
     let contents;
@@ -314,7 +381,7 @@ export class Engine {
       if (a.required === true && args[a.name] === undefined) throw new ProtocolError(ErrorCode.InvalidParams, `Missing required argument: ${a.name}`);
     }
     run.target = name;
-    const ctx = new ToolContext(run.handle, undefined, run.logSink(), this.#input(run, params));
+    const ctx = new ToolContext(run.handle, undefined, run.logSink(), this.#input(run, params), run.requester());
     run.ctx = ctx;
     return { ...toPromptResult(await prompt.get(args, ctx)) } as Record<string, unknown>;
   }
@@ -347,7 +414,7 @@ export class Engine {
    * integrity check is refused (-32602). Undefined in the legacy era.
    */
   #input(run: Run, params: Record<string, unknown> | undefined): RequestInput | undefined {
-    if (run.info.era !== 'modern') return undefined;
+    if (run.info.era !== 'modern') return { clientCapabilities: run.info.clientCapabilities, inputResponses: undefined, requestState: undefined };
     const meta = params?._meta as Record<string, unknown> | undefined;
     const capabilities = meta?.[kMetaClientCapabilities] as Record<string, unknown> | undefined;
     const responses = params?.inputResponses;
@@ -401,7 +468,7 @@ export class Engine {
       if (pool === undefined) throw new ProtocolError(ErrorCode.InternalError, `tool ${name} runs in the pool, but the server has no pool`);
       return run.runInPool(pool, tool.name, args as Record<string, unknown>, sink);
     }
-    const ctx = new ToolContext(run.handle, sink, run.logSink(), input);
+    const ctx = new ToolContext(run.handle, sink, run.logSink(), input, run.requester());
     run.ctx = ctx;
     let output: ToolOutput | Promise<ToolOutput>;
     try {
@@ -440,6 +507,8 @@ class Run implements Running {
   ctx: ToolContext | undefined;
   /** What the request names (tool, prompt, resource URI): requestState is sealed to it. */
   target = '';
+  /** Ids of requests this run sent to the client and still waits on. */
+  readonly pendingRequests = new Set<string>();
   /** Released: untracked and cleared. */
   settled = false;
   /** Nothing more may be written to the reply. */
@@ -520,6 +589,15 @@ class Run implements Running {
     };
   }
 
+  /** Legacy era over a stream: a way for the handler to ask the client something. */
+  requester(): ClientRequester | undefined {
+    if (this.info.era !== 'legacy' || !this.reply.canStream) return undefined;
+    return (method, params) => {
+      if (this.ended) return Promise.reject(new CancelledError('the request has ended'));
+      return this.engine.requestClient(this, method, params);
+    };
+  }
+
   /** Log messages for this request, filtered by the client's level; undefined when none may be sent. */
   logSink(): LogSink | undefined {
     const threshold = this.info.logLevel;
@@ -566,6 +644,7 @@ class Run implements Running {
     if (this.settled) return;
     this.settled = true;
     if (this.#kill !== undefined) clearTimeout(this.#kill);
+    for (const id of this.pendingRequests) this.engine.abandonClientRequest(id, new CancelledError('the request has ended'));
     const { registry } = this.engine.config;
     registry.untrack(this.handle);
     registry.clear(this.id, this.info.scope);

@@ -6,7 +6,7 @@ import type { JsonRpcId } from './wire.js';
 export type Incoming =
   | { kind: 'request'; id: JsonRpcId; method: string; params: Record<string, unknown> | undefined }
   | { kind: 'notification'; method: string; params: unknown }
-  | { kind: 'response' }
+  | { kind: 'response'; id: unknown; result: unknown; error: unknown }
   | { kind: 'invalid'; id: JsonRpcId | null; code: number; message: string };
 
 const hasOwn = Object.prototype.hasOwnProperty;
@@ -23,7 +23,7 @@ export function classify(value: unknown): Incoming {
   const m = value as Record<string, unknown>;
   if (m.jsonrpc !== '2.0') return { kind: 'invalid', id: echoId(m.id), code: ErrorCode.InvalidRequest, message: 'jsonrpc must be "2.0"' };
   if (!hasOwn.call(m, 'method')) {
-    if (hasOwn.call(m, 'result') || hasOwn.call(m, 'error')) return { kind: 'response' };
+    if (hasOwn.call(m, 'result') || hasOwn.call(m, 'error')) return { kind: 'response', id: m.id, result: m.result, error: m.error };
     return { kind: 'invalid', id: echoId(m.id), code: ErrorCode.InvalidRequest, message: 'method is missing' };
   }
   if (typeof m.method !== 'string' || m.method.length === 0 || m.method.length > 256) {

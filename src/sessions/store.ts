@@ -8,7 +8,27 @@ const kVCreated = 0;
 const kVSeen = 2;
 const kVPrincipal = 4; // 4 words: the first 128 bits of SHA-256(principal id), zero when anonymous
 const kVLogLevel = 8; // logging/setLevel: index into the log levels, -1 when never set
+const kVCaps = 9; // client capabilities declared at initialize, as kCap* bits
 const kValueWords = 10;
+
+/** Client capabilities a session remembers (what the server may ask the client for). */
+export const kCapSampling = 1;
+export const kCapElicitation = 2;
+export const kCapRoots = 4;
+
+export function capabilityBits(capabilities: unknown): number {
+  if (capabilities === null || typeof capabilities !== 'object') return 0;
+  const c = capabilities as Record<string, unknown>;
+  return (c.sampling !== undefined ? kCapSampling : 0) | (c.elicitation !== undefined ? kCapElicitation : 0) | (c.roots !== undefined ? kCapRoots : 0);
+}
+
+export function capabilitiesOf(bits: number): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if ((bits & kCapSampling) !== 0) out.sampling = {};
+  if ((bits & kCapElicitation) !== 0) out.elicitation = {};
+  if ((bits & kCapRoots) !== 0) out.roots = {};
+  return out;
+}
 
 export interface SessionStoreDescriptor {
   readonly kind: 'sluice/sessions';
@@ -17,7 +37,7 @@ export interface SessionStoreDescriptor {
 }
 
 export type SessionLookup =
-  | { readonly ok: true; readonly slot: number; readonly ctl: number; readonly logLevel: number }
+  | { readonly ok: true; readonly slot: number; readonly ctl: number; readonly logLevel: number; readonly capabilities: number }
   | { readonly ok: false };
 
 const kMissing: SessionLookup = Object.freeze({ ok: false });
@@ -50,7 +70,7 @@ export class SessionStore {
   }
 
   /** A new session bound to `principalId` (undefined: anonymous). Undefined when the store is full. */
-  create(principalId: string | undefined): string | undefined {
+  create(principalId: string | undefined, capabilities = 0): string | undefined {
     const id = randomBytes(16).toString('hex');
     this.#key.setString(id);
     const t = this.#table;
@@ -63,6 +83,7 @@ export class SessionStore {
     this.#principalDigest(principalId);
     for (let i = 0; i < 4; i++) t.i32[v + kVPrincipal + i] = this.#digest[i];
     t.i32[v + kVLogLevel] = -1;
+    t.i32[v + kVCaps] = capabilities;
     t.publish(slot, this.#member);
     return id;
   }
@@ -81,7 +102,7 @@ export class SessionStore {
     this.#principalDigest(principalId);
     for (let i = 0; i < 4; i++) if (t.i32[v + kVPrincipal + i] !== this.#digest[i]) return kMissing;
     t.f64[(v + kVSeen) >>> 1] = now;
-    return { ok: true, slot, ctl, logLevel: Atomics.load(t.i32, v + kVLogLevel) };
+    return { ok: true, slot, ctl, logLevel: Atomics.load(t.i32, v + kVLogLevel), capabilities: t.i32[v + kVCaps] };
   }
 
   /** logging/setLevel: the session's level, seen by every worker. */

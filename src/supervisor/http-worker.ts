@@ -2,6 +2,7 @@ import { subscribe } from 'node:diagnostics_channel';
 import { parentPort, workerData } from 'node:worker_threads';
 import { collectCatalog } from '../catalog/catalog.js';
 import type { Authenticate } from '../transport/http/endpoint.js';
+import type { ClientResponse } from '../protocol/engine.js';
 import type { ResolvedOptions } from './options.js';
 import { startRuntime } from './runtime.js';
 import type { SharedState } from './runtime.js';
@@ -21,7 +22,8 @@ export type FromHttpWorker =
   | { type: 'failed'; message: string }
   | { type: 'event'; channel: string; message: unknown }
   | { type: 'log'; level: 'warn' | 'error'; message: string }
-  | { type: 'closed' };
+  | { type: 'closed' }
+  | { type: 'response'; target: number; response: ClientResponse; scope: string };
 
 const kForwarded = ['sluice:request:cancelled', 'sluice:cancellation:cleanup', 'sluice:request:killed'];
 
@@ -46,6 +48,7 @@ export async function runHttpWorker(): Promise<void> {
       authenticate,
       port: data.port,
       log: (level, message) => send({ type: 'log', level, message }),
+      forwardResponse: (target, response, scope) => send({ type: 'response', target, response, scope }),
     }, data.adapter);
     // A thread that ends with uWS sockets open aborts the whole process: on a crash (an error no
     // one caught, a rejection no one handled) close every socket first, then end this thread only.
@@ -54,7 +57,11 @@ export async function runHttpWorker(): Promise<void> {
       runtime.listening.abort();
       setTimeout(() => process.exit(70), 20);
     });
-    port.on('message', (message: { type: string; graceMs?: number }) => {
+    port.on('message', (message: { type: string; graceMs?: number; response?: ClientResponse; scope?: string }) => {
+      if (message.type === 'response' && message.response !== undefined && message.scope !== undefined) {
+        runtime.engine.handleResponse(message.response, message.scope);
+        return;
+      }
       if (message.type !== 'close') return;
       void runtime.close(message.graceMs ?? 0).then(() => {
         send({ type: 'closed' });

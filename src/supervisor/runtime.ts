@@ -1,6 +1,7 @@
 import { attachRegistry } from '../registry/index.js';
 import type { Registry, RegistryDescriptor } from '../registry/index.js';
 import { Engine } from '../protocol/engine.js';
+import type { ClientResponse } from '../protocol/engine.js';
 import { SessionStore } from '../sessions/store.js';
 import type { SessionStoreDescriptor } from '../sessions/store.js';
 import { ServerCounters } from '../telemetry/counters.js';
@@ -41,6 +42,8 @@ export interface RuntimeInput {
   /** The port to listen on (the supervisor pins every worker to the first one's port). */
   readonly port: number;
   readonly log: (level: 'warn' | 'error', message: string) => void;
+  /** Relays a client's response to the thread that asked (HTTP workers: through the supervisor). */
+  readonly forwardResponse?: ((threadId: number, response: ClientResponse, scope: string) => void) | undefined;
 }
 
 /** Picks the HTTP adapter: uWS when it loads natively, else node:http, never silently. */
@@ -76,6 +79,7 @@ export async function startRuntime(input: RuntimeInput, adapter: 'uws' | 'node')
     streamCancelTimeoutMs: options.streamCancelTimeoutMs,
     log: input.log,
     stateKey: shared.stateKey,
+    forwardResponse: input.forwardResponse,
   });
   const endpoint = new HttpEndpoint(engine, {
     path: options.path,

@@ -163,6 +163,10 @@ class SluiceServer implements Server {
             break;
           case 'closed':
             break;
+          case 'response':
+            // A client answered a request of another worker's tool: hand it over.
+            for (const [other, id] of this.#workers) if (id === message.target) other.postMessage({ type: 'response', response: message.response, scope: message.scope });
+            break;
         }
       });
       worker.on('error', (error) => {

@@ -24,6 +24,9 @@ export function isInputRequired(value: unknown): value is InputRequired {
   return value !== null && typeof value === 'object' && (value as { kind?: unknown }).kind === 'sluice/input-required';
 }
 
+/** Sends a request to the client on this request's stream (legacy era) and resolves with its result. */
+export type ClientRequester = (method: string, params: Record<string, unknown>) => Promise<unknown>;
+
 /** What a 2026-07-28 request carried for a multi-round exchange. */
 export interface RequestInput {
   readonly clientCapabilities: Record<string, unknown> | undefined;
@@ -42,16 +45,18 @@ export class ToolContext {
   readonly #sink: ProgressSink | undefined;
   readonly #log: LogSink | undefined;
   readonly #input: RequestInput | undefined;
+  readonly #requester: ClientRequester | undefined;
   #last = -Infinity;
   #killed = false;
   #local: AbortController | undefined;
   #signal: AbortSignal | undefined;
 
-  constructor(handle: TrackHandle, sink: ProgressSink | undefined, log?: LogSink, input?: RequestInput) {
+  constructor(handle: TrackHandle, sink: ProgressSink | undefined, log?: LogSink, input?: RequestInput, requester?: ClientRequester) {
     this.#handle = handle;
     this.#sink = sink;
     this.#log = log;
     this.#input = input;
+    this.#requester = requester;
     this.requestId = handle.id;
     this.scope = handle.scope;
   }
@@ -124,6 +129,22 @@ export class ToolContext {
    */
   inputRequired(inputRequests: InputRequired['inputRequests'], state?: unknown): InputRequired {
     return { kind: 'sluice/input-required', inputRequests, state };
+  }
+
+  /**
+   * Asks the client something mid-request (legacy era: sampling/createMessage, elicitation/create,
+   * roots/list) over this request's SSE stream, and resolves with the client's result. Rejects when
+   * the client did not declare the capability, answers with an error, or the request ends first.
+   * In the 2026-07-28 era, return `inputRequired(...)` instead.
+   */
+  request(method: string, params: Record<string, unknown> = {}): Promise<unknown> {
+    if (this.#requester === undefined) return Promise.reject(new SluiceError('invalid_option', 'this request cannot carry requests to the client (2026-07-28: use inputRequired; pool tools: not supported)'));
+    const capability = method === 'sampling/createMessage' ? 'sampling' : method === 'elicitation/create' ? 'elicitation' : method === 'roots/list' ? 'roots' : undefined;
+    if (capability !== undefined && this.#input?.clientCapabilities?.[capability] === undefined) {
+      return Promise.reject(new SluiceError('invalid_option', `the client did not declare the ${capability} capability`));
+    }
+    if (this.cancelled) return Promise.reject(new CancelledError(this.reason));
+    return this.#requester(method, params);
   }
 
   /** The server gave up on this request: it is cancelled for good, and its signal aborts. */

@@ -9,6 +9,7 @@ import {
 import type { JsonRpcId } from '../../protocol/wire.js';
 import { clientBucket } from '../../registry/index.js';
 import { kLogLevels } from '../../tools/context.js';
+import { capabilitiesOf, capabilityBits } from '../../sessions/store.js';
 import type { SessionStore } from '../../sessions/store.js';
 import { prometheusText } from '../../telemetry/counters.js';
 import type { Exchange } from './exchange.js';
@@ -182,25 +183,23 @@ export class HttpEndpoint {
     if (Array.isArray(parsed.value)) return this.#error(ex, 400, null, ErrorCode.InvalidRequest, 'Batches are not supported: send one message per POST');
     const message = classify(parsed.value);
     if (message.kind === 'invalid') return this.#error(ex, 400, message.id, message.code, message.message);
-    const params = message.kind === 'request' ? message.params : message.kind === 'notification' ? message.params : undefined;
+    const method = message.kind === 'response' ? undefined : message.method;
+    const params = message.kind === 'response' ? undefined : message.params;
     const meta = params !== null && typeof params === 'object' ? (params as Record<string, unknown>)._meta : undefined;
     const metaVersion = meta !== null && typeof meta === 'object' ? (meta as Record<string, unknown>)[kMetaProtocolVersion] : undefined;
     const headerVersion = ex.header('mcp-protocol-version');
-    const method = message.kind === 'response' ? undefined : message.method;
     // Body first (as the TS SDK classifies): per-request _meta makes a request modern, whatever its
     // method (a modern initialize is then a 404); otherwise the 2026-07-28 header does; else legacy.
     const era: Era = metaVersion !== undefined || headerVersion === kModernVersion ? 'modern' : 'legacy';
-    if (message.kind === 'response') {
-      // We send the client no requests, so there is nothing a response could answer.
-      if (era === 'modern') return this.#error(ex, 400, null, ErrorCode.InvalidRequest, 'Clients must not send responses');
-      ex.respond(202, this.#worker, '');
-      return;
+    if (message.kind === 'response' && era === 'modern') {
+      // 2026-07-28 servers send clients no requests (they return input_required instead).
+      return this.#error(ex, 400, null, ErrorCode.InvalidRequest, 'Clients must not send responses');
     }
     const id: JsonRpcId | null = message.kind === 'request' ? message.id : null;
     let info: RequestInfo;
     let sessionHeader: string | undefined;
     if (era === 'modern') {
-      const problem = this.#checkModern(ex, message.method, params as Record<string, unknown> | undefined, meta, metaVersion, headerVersion);
+      const problem = this.#checkModern(ex, method ?? '', params as Record<string, unknown> | undefined, meta, metaVersion, headerVersion);
       if (problem !== undefined) return this.#error(ex, problem[0], id, problem[1], problem[2], problem[3]);
       const requested = (meta as Record<string, unknown>)[kMetaLogLevel];
       const logLevel = kLogLevels.indexOf(requested as (typeof kLogLevels)[number]);
@@ -212,6 +211,7 @@ export class HttpEndpoint {
       let sessionId: string | undefined;
       let logLevel = 0; // legacy: everything until logging/setLevel says otherwise
       let setLogLevel: ((level: number) => void) | undefined;
+      let clientCapabilities: Record<string, unknown> | undefined;
       const store = this.#o.sessions;
       if (store !== undefined && method !== 'initialize') {
         const presented = ex.header('mcp-session-id');
@@ -221,16 +221,23 @@ export class HttpEndpoint {
         sessionId = presented;
         if (found.logLevel >= 0) logLevel = found.logLevel;
         setLogLevel = (level) => store.setLogLevel(found, level);
+        clientCapabilities = capabilitiesOf(found.capabilities);
       }
       if (store !== undefined && method === 'initialize' && message.kind === 'request') {
-        sessionHeader = store.create(principal.id);
+        sessionHeader = store.create(principal.id, capabilityBits(message.params?.capabilities));
         if (sessionHeader === undefined) {
           ex.respond(503, [['retry-after', '1'], ...kJson, ...this.#worker], errorBody(id, ErrorCode.InternalError, 'Server busy: session table full'));
           return;
         }
         sessionId = sessionHeader;
       }
-      info = { era, version: headerVersion ?? kDefaultLegacyVersion, scope: this.#scope(sessionId, principal.id, ex), logLevel, setLogLevel };
+      info = { era, version: headerVersion ?? kDefaultLegacyVersion, scope: this.#scope(sessionId, principal.id, ex), logLevel, setLogLevel, clientCapabilities };
+    }
+    if (message.kind === 'response') {
+      // An answer to a request a tool sent this client (any worker may receive it).
+      this.#engine.handleResponse(message, info.scope);
+      ex.respond(202, this.#worker, '');
+      return;
     }
     if (message.kind === 'notification') {
       const outcome = this.#engine.handleNotification(message.method, message.params, info);

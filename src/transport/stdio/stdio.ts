@@ -28,6 +28,7 @@ export function serveStdio(engine: Engine, options: StdioOptions): Promise<void>
   let active = 0;
   let ended = false;
   let sessionLogLevel = 0; // the whole connection is one session: logging/setLevel applies to it
+  let clientCapabilities: Record<string, unknown> | undefined;
   const setLogLevel = (level: number) => { sessionLogLevel = level; };
   let finish: () => void = () => {};
   const done = new Promise<void>((resolve) => { finish = resolve; });
@@ -52,7 +53,14 @@ export function serveStdio(engine: Engine, options: StdioOptions): Promise<void>
       write(errorBody(message.id, message.code, message.message));
       return;
     }
-    if (message.kind === 'response') return;
+    if (message.kind === 'response') {
+      engine.handleResponse(message, kScope);
+      return;
+    }
+    if (message.kind === 'request' && message.method === 'initialize') {
+      const caps = message.params?.capabilities;
+      clientCapabilities = caps !== null && typeof caps === 'object' && !Array.isArray(caps) ? (caps as Record<string, unknown>) : {};
+    }
     const params = message.params as Record<string, unknown> | undefined;
     const meta = params !== null && typeof params === 'object' ? (params._meta as Record<string, unknown> | undefined) : undefined;
     const modern = meta !== null && typeof meta === 'object' && meta[kMetaProtocolVersion] !== undefined && message.method !== 'initialize';
@@ -60,7 +68,7 @@ export function serveStdio(engine: Engine, options: StdioOptions): Promise<void>
     const requested = modern ? kLogLevels.indexOf(meta![kMetaLogLevel] as (typeof kLogLevels)[number]) : sessionLogLevel;
     const info: RequestInfo = {
       era, version: modern ? kModernVersion : kDefaultLegacyVersion, scope: kScope,
-      logLevel: requested < 0 ? undefined : requested, setLogLevel,
+      logLevel: requested < 0 ? undefined : requested, setLogLevel, clientCapabilities,
     };
     if (message.kind === 'notification') {
       const outcome = engine.handleNotification(message.method, message.params, info);
