@@ -636,8 +636,8 @@ class Run implements Running {
     this.ctx?.kill();
     this.#poolAbort?.abort(new CancelledError('killed'));
     this.engine.config.counters.add(Counter.Killed);
+    this.#release('killed'); // first, so whoever hears of the kill finds the row already gone
     if (requestKilledChannel.hasSubscribers) requestKilledChannel.publish({ requestId: this.id, scope: this.info.scope });
-    this.#release('killed');
   }
 
   #release(status: 'ok' | 'error' | 'cancelled' | 'killed'): void {
