@@ -24,4 +24,4 @@ export { defineResource, defineResourceTemplate } from './catalog/resources.js';
 export type { Resource, ResourceTemplate, ResourceDefinition, ResourceTemplateDefinition, ResourceContents, ReadOutput } from './catalog/resources.js';
 export { definePrompt } from './catalog/prompts.js';
 export type { Prompt, PromptDefinition, PromptArgument, PromptMessage, GetPromptResult } from './catalog/prompts.js';
-export type { LogLevel } from './tools/context.js';
+export type { LogLevel, ListKind, InputRequired } from './tools/context.js';

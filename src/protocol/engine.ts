@@ -5,7 +5,7 @@ import { requestKilledChannel, requestStopChannel } from '../telemetry/channels.
 import { Counter } from '../telemetry/counters.js';
 import type { ServerCounters } from '../telemetry/counters.js';
 import { ToolContext, isInputRequired, kLogLevels } from '../tools/context.js';
-import type { ClientRequester, InputRequired, LogSink, ProgressSink, RequestInput } from '../tools/context.js';
+import type { ClientRequester, InputRequired, ListKind, LogSink, ProgressSink, RequestInput } from '../tools/context.js';
 import { threadId } from 'node:worker_threads';
 import { RequestStateSealer } from './request-state.js';
 import type { Catalog } from '../catalog/catalog.js';
@@ -18,7 +18,7 @@ import type { CallToolResult, Tool, ToolOutput } from '../tools/define.js';
 import { checkSchema } from '../tools/schema.js';
 import type { ToolPool } from '../tools/pool.js';
 import {
-  ErrorCode, ProtocolError, errorBody, kLegacyVersions, kMetaClientCapabilities, kMetaServerInfo, kModernVersion, notificationBody, resultBody,
+  ErrorCode, ProtocolError, errorBody, kLegacyVersions, kMetaClientCapabilities, kMetaServerInfo, kMetaSubscriptionId, kModernVersion, notificationBody, resultBody,
 } from './wire.js';
 import type { JsonRpcId } from './wire.js';
 
@@ -92,6 +92,16 @@ export interface EngineConfig {
    * Absent: single-thread transports.
    */
   readonly forwardResponse?: ((threadId: number, response: ClientResponse, scope: string) => void) | undefined;
+  /** Tells the other threads' engines that a list changed (HTTP workers: through the supervisor). */
+  readonly broadcastListChanged?: ((kind: ListKind) => void) | undefined;
+}
+
+/** An open 2026-07-28 subscriptions/listen stream. */
+interface Listener {
+  readonly run: Run;
+  readonly id: JsonRpcId;
+  readonly kinds: ReadonlySet<ListKind>;
+  end(): void;
 }
 
 interface PendingClientRequest {
@@ -129,6 +139,7 @@ export class Engine {
   /** Requests sent to clients, awaiting their responses. Ids name this thread: `s<threadId>-<n>`. */
   readonly #pending = new Map<string, PendingClientRequest>();
   #nextRequest = 0;
+  readonly #listeners = new Set<Listener>();
 
   constructor(config: EngineConfig) {
     this.config = config;
@@ -149,10 +160,13 @@ export class Engine {
       completions: {},
       logging: {},
     };
-    // 2026-07-28 replaces resources/subscribe with subscriptions/listen, which is not offered yet.
+    // 2026-07-28: list changes reach subscriptions/listen streams (legacy has no stream to carry them);
+    // resource subscriptions are not offered.
     this.#modernCapabilities = {
       ...this.#capabilities,
-      ...(this.#capabilities.resources !== undefined ? { resources: { listChanged: false } } : {}),
+      tools: { listChanged: true },
+      ...(this.#capabilities.resources !== undefined ? { resources: { listChanged: true } } : {}),
+      ...(this.#capabilities.prompts !== undefined ? { prompts: { listChanged: true } } : {}),
     };
     this.#toolList = catalog.tools.map((t) => {
       const entry: Record<string, unknown> = { name: t.name, description: t.description, inputSchema: t.inputSchema };
@@ -181,6 +195,7 @@ export class Engine {
     this.#legacy.set('resources/unsubscribe', (_run, params) => this.#subscribe(params));
     this.#legacy.set('logging/setLevel', (run, params) => this.#setLevel(run, params));
     this.#modern.set('server/discover', () => this.#discover());
+    this.#modern.set('subscriptions/listen', (run, params) => this.#listen(run, params));
   }
 
   /** True when the era implements the method (2026-07-28 answers 404 otherwise). */
@@ -237,6 +252,50 @@ export class Engine {
       httpStatus: 429,
       body: errorBody(null, ErrorCode.CancellationLimitReached, 'Too many outstanding cancellations', { reason: result.error }),
     };
+  }
+
+  /**
+   * A list changed: notify every listen stream here that asked for it, and (unless this came from
+   * another thread) the other threads too.
+   */
+  listChanged(kind: ListKind, fromElsewhere = false): void {
+    const method = `notifications/${kind}/list_changed`;
+    for (const listener of this.#listeners) {
+      if (!listener.kinds.has(kind)) continue;
+      listener.run.reply.notify(notificationBody(method, { _meta: { [kMetaSubscriptionId]: listener.id } }));
+    }
+    if (!fromElsewhere) this.config.broadcastListChanged?.(kind);
+  }
+
+  /** Ends every listen stream with its completion result (graceful shutdown). */
+  closeListeners(): void {
+    for (const listener of [...this.#listeners]) listener.end();
+  }
+
+  #listen(run: Run, params: Record<string, unknown> | undefined): Promise<Record<string, unknown>> {
+    const requested = params?.notifications;
+    if (requested === null || typeof requested !== 'object' || Array.isArray(requested)) throw new ProtocolError(ErrorCode.InvalidParams, 'subscriptions/listen needs a notifications object');
+    if (!run.reply.canStream) throw new ProtocolError(ErrorCode.InvalidParams, 'subscriptions/listen needs a streamed response (Accept: text/event-stream)');
+    const r = requested as Record<string, unknown>;
+    const kinds = new Set<ListKind>();
+    const honoured: Record<string, unknown> = {};
+    if (r.toolsListChanged === true) { kinds.add('tools'); honoured.toolsListChanged = true; }
+    if (r.promptsListChanged === true && this.#prompts.size > 0) { kinds.add('prompts'); honoured.promptsListChanged = true; }
+    if (r.resourcesListChanged === true && (this.#resources.size > 0 || this.#templates.length > 0)) { kinds.add('resources'); honoured.resourcesListChanged = true; }
+    const meta = { [kMetaSubscriptionId]: run.id };
+    run.reply.notify(notificationBody('notifications/subscriptions/acknowledged', { _meta: meta, notifications: honoured }));
+    return new Promise((resolve) => {
+      const listener: Listener = {
+        run, id: run.id, kinds,
+        end: () => {
+          this.#listeners.delete(listener);
+          resolve({ _meta: meta });
+        },
+      };
+      this.#listeners.add(listener);
+      // The client closing the stream is the end of the subscription (and its cancel).
+      run.handle.signal.addEventListener('abort', () => listener.end(), { once: true });
+    });
   }
 
   /** Sends a request to the client of `run` (legacy: on its SSE stream) and waits for the response. */
@@ -336,8 +395,7 @@ export class Engine {
     const uri = params?.uri;
     if (typeof uri !== 'string') throw new ProtocolError(ErrorCode.InvalidParams, 'resources/read needs a uri');
     run.target = uri;
-    const ctx = new ToolContext(run.handle, undefined, run.logSink(), this.#input(run, params), run.requester());
-    run.ctx = ctx;
+    const ctx = run.context(undefined, this.#input(run, params));
     const fixed = this.#resources.get(uri);
     let contents;
     if (fixed !== undefined) {
@@ -381,8 +439,7 @@ export class Engine {
       if (a.required === true && args[a.name] === undefined) throw new ProtocolError(ErrorCode.InvalidParams, `Missing required argument: ${a.name}`);
     }
     run.target = name;
-    const ctx = new ToolContext(run.handle, undefined, run.logSink(), this.#input(run, params), run.requester());
-    run.ctx = ctx;
+    const ctx = run.context(undefined, this.#input(run, params));
     return { ...toPromptResult(await prompt.get(args, ctx)) } as Record<string, unknown>;
   }
 
@@ -468,8 +525,7 @@ export class Engine {
       if (pool === undefined) throw new ProtocolError(ErrorCode.InternalError, `tool ${name} runs in the pool, but the server has no pool`);
       return run.runInPool(pool, tool.name, args as Record<string, unknown>, sink);
     }
-    const ctx = new ToolContext(run.handle, sink, run.logSink(), input, run.requester());
-    run.ctx = ctx;
+    const ctx = run.context(sink, input);
     let output: ToolOutput | Promise<ToolOutput>;
     try {
       output = tool.handler(args as Record<string, unknown>, ctx);
@@ -587,6 +643,15 @@ class Run implements Running {
       if (message !== undefined) params.message = message;
       this.reply.notify(notificationBody('notifications/progress', params));
     };
+  }
+
+  /** The context a handler of this request gets. */
+  context(progress: ProgressSink | undefined, input: RequestInput | undefined): ToolContext {
+    const ctx = new ToolContext(this.handle, {
+      progress, log: this.logSink(), input, requester: this.requester(), listChanged: (kind) => this.engine.listChanged(kind),
+    });
+    this.ctx = ctx;
+    return ctx;
   }
 
   /** Legacy era over a stream: a way for the handler to ask the client something. */

@@ -38,6 +38,7 @@ export const kMetaClientCapabilities = 'io.modelcontextprotocol/clientCapabiliti
 export const kMetaClientInfo = 'io.modelcontextprotocol/clientInfo';
 export const kMetaServerInfo = 'io.modelcontextprotocol/serverInfo';
 export const kMetaLogLevel = 'io.modelcontextprotocol/logLevel';
+export const kMetaSubscriptionId = 'io.modelcontextprotocol/subscriptionId';
 
 export type JsonRpcId = string | number;
 

@@ -3,6 +3,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { collectCatalog } from '../catalog/catalog.js';
 import type { Authenticate } from '../transport/http/endpoint.js';
 import type { ClientResponse } from '../protocol/engine.js';
+import type { ListKind } from '../tools/context.js';
 import type { ResolvedOptions } from './options.js';
 import { startRuntime } from './runtime.js';
 import type { SharedState } from './runtime.js';
@@ -23,7 +24,8 @@ export type FromHttpWorker =
   | { type: 'event'; channel: string; message: unknown }
   | { type: 'log'; level: 'warn' | 'error'; message: string }
   | { type: 'closed' }
-  | { type: 'response'; target: number; response: ClientResponse; scope: string };
+  | { type: 'response'; target: number; response: ClientResponse; scope: string }
+  | { type: 'listChanged'; kind: ListKind };
 
 const kForwarded = ['sluice:request:cancelled', 'sluice:cancellation:cleanup', 'sluice:request:killed'];
 
@@ -49,6 +51,7 @@ export async function runHttpWorker(): Promise<void> {
       port: data.port,
       log: (level, message) => send({ type: 'log', level, message }),
       forwardResponse: (target, response, scope) => send({ type: 'response', target, response, scope }),
+      broadcastListChanged: (kind) => send({ type: 'listChanged', kind }),
     }, data.adapter);
     // A thread that ends with uWS sockets open aborts the whole process: on a crash (an error no
     // one caught, a rejection no one handled) close every socket first, then end this thread only.
@@ -57,9 +60,13 @@ export async function runHttpWorker(): Promise<void> {
       runtime.listening.abort();
       setTimeout(() => process.exit(70), 20);
     });
-    port.on('message', (message: { type: string; graceMs?: number; response?: ClientResponse; scope?: string }) => {
+    port.on('message', (message: { type: string; graceMs?: number; response?: ClientResponse; scope?: string; kind?: ListKind }) => {
       if (message.type === 'response' && message.response !== undefined && message.scope !== undefined) {
         runtime.engine.handleResponse(message.response, message.scope);
+        return;
+      }
+      if (message.type === 'listChanged' && message.kind !== undefined) {
+        runtime.engine.listChanged(message.kind, true);
         return;
       }
       if (message.type !== 'close') return;

@@ -2,6 +2,7 @@ import { attachRegistry } from '../registry/index.js';
 import type { Registry, RegistryDescriptor } from '../registry/index.js';
 import { Engine } from '../protocol/engine.js';
 import type { ClientResponse } from '../protocol/engine.js';
+import type { ListKind } from '../tools/context.js';
 import { SessionStore } from '../sessions/store.js';
 import type { SessionStoreDescriptor } from '../sessions/store.js';
 import { ServerCounters } from '../telemetry/counters.js';
@@ -44,6 +45,8 @@ export interface RuntimeInput {
   readonly log: (level: 'warn' | 'error', message: string) => void;
   /** Relays a client's response to the thread that asked (HTTP workers: through the supervisor). */
   readonly forwardResponse?: ((threadId: number, response: ClientResponse, scope: string) => void) | undefined;
+  /** Tells the other threads that a list changed. */
+  readonly broadcastListChanged?: ((kind: ListKind) => void) | undefined;
 }
 
 /** Picks the HTTP adapter: uWS when it loads natively, else node:http, never silently. */
@@ -80,6 +83,7 @@ export async function startRuntime(input: RuntimeInput, adapter: 'uws' | 'node')
     log: input.log,
     stateKey: shared.stateKey,
     forwardResponse: input.forwardResponse,
+    broadcastListChanged: input.broadcastListChanged,
   });
   const endpoint = new HttpEndpoint(engine, {
     path: options.path,
@@ -107,6 +111,7 @@ export async function startRuntime(input: RuntimeInput, adapter: 'uws' | 'node')
     engine,
     registry,
     close: async (graceMs) => {
+      engine.closeListeners(); // listen streams end with their completion result, not a cut
       await listening.close(graceMs);
       await pool?.close();
     },

@@ -11,6 +11,7 @@ import { SessionStore } from '../sessions/store.js';
 import { ServerCounters } from '../telemetry/counters.js';
 import { collectCatalog } from '../catalog/catalog.js';
 import type { Catalog } from '../catalog/catalog.js';
+import type { ListKind } from '../tools/context.js';
 import type { FromHttpWorker, HttpWorkerData } from './http-worker.js';
 import { resolveOptions } from './options.js';
 import type { ResolvedOptions, ServerOptions } from './options.js';
@@ -38,6 +39,11 @@ export interface Server {
   readonly adapter: 'uws' | 'node' | undefined;
   /** Thread ids of the HTTP workers (empty in-process). */
   readonly workerThreadIds: readonly number[];
+  /**
+   * Announces that a list changed: every open 2026-07-28 subscriptions/listen stream that asked for
+   * it, on every thread, gets `notifications/<kind>/list_changed`.
+   */
+  notifyListChanged(kind: ListKind): void;
 }
 
 export interface ServerHooks {
@@ -98,6 +104,11 @@ class SluiceServer implements Server {
 
   get workerThreadIds(): readonly number[] {
     return [...this.#workers.values()];
+  }
+
+  notifyListChanged(kind: ListKind): void {
+    this.#runtime?.engine.listChanged(kind, true);
+    for (const worker of this.#workers.keys()) worker.postMessage({ type: 'listChanged', kind });
   }
 
   async listen(): Promise<ServerAddress> {
@@ -162,6 +173,9 @@ class SluiceServer implements Server {
             this.#log(message.level, message.message);
             break;
           case 'closed':
+            break;
+          case 'listChanged':
+            for (const other of this.#workers.keys()) if (other !== worker) other.postMessage({ type: 'listChanged', kind: message.kind });
             break;
           case 'response':
             // A client answered a request of another worker's tool: hand it over.

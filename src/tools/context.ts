@@ -27,6 +27,18 @@ export function isInputRequired(value: unknown): value is InputRequired {
 /** Sends a request to the client on this request's stream (legacy era) and resolves with its result. */
 export type ClientRequester = (method: string, params: Record<string, unknown>) => Promise<unknown>;
 
+/** Lists whose change a tool can announce (2026-07-28 subscriptions/listen streams hear of it). */
+export type ListKind = 'tools' | 'prompts' | 'resources';
+
+/** What the transport and engine give a context besides the request's row. */
+export interface ContextParts {
+  readonly progress?: ProgressSink | undefined;
+  readonly log?: LogSink | undefined;
+  readonly input?: RequestInput | undefined;
+  readonly requester?: ClientRequester | undefined;
+  readonly listChanged?: ((kind: ListKind) => void) | undefined;
+}
+
 /** What a 2026-07-28 request carried for a multi-round exchange. */
 export interface RequestInput {
   readonly clientCapabilities: Record<string, unknown> | undefined;
@@ -51,12 +63,15 @@ export class ToolContext {
   #local: AbortController | undefined;
   #signal: AbortSignal | undefined;
 
-  constructor(handle: TrackHandle, sink: ProgressSink | undefined, log?: LogSink, input?: RequestInput, requester?: ClientRequester) {
+  readonly #listChanged: ((kind: ListKind) => void) | undefined;
+
+  constructor(handle: TrackHandle, parts: ContextParts = {}) {
     this.#handle = handle;
-    this.#sink = sink;
-    this.#log = log;
-    this.#input = input;
-    this.#requester = requester;
+    this.#sink = parts.progress;
+    this.#log = parts.log;
+    this.#input = parts.input;
+    this.#requester = parts.requester;
+    this.#listChanged = parts.listChanged;
     this.requestId = handle.id;
     this.scope = handle.scope;
   }
@@ -145,6 +160,14 @@ export class ToolContext {
     }
     if (this.cancelled) return Promise.reject(new CancelledError(this.reason));
     return this.#requester(method, params);
+  }
+
+  /**
+   * Announces that a list (tools, prompts, resources) changed: every open 2026-07-28
+   * subscriptions/listen stream that asked for it, on every worker, gets the list_changed notification.
+   */
+  listChanged(kind: ListKind): void {
+    this.#listChanged?.(kind);
   }
 
   /** The server gave up on this request: it is cancelled for good, and its signal aborts. */

@@ -16,7 +16,7 @@ export async function runPoolTask(data: { toolsModule: string; registry: Registr
   const tool = (await tools).get(task.name);
   if (tool === undefined) throw new Error(`the pool's tools module has no tool named ${task.name}`);
   const port = task.progress;
-  const ctx = new ToolContext(registry.adopt(task.ref), port === undefined ? undefined : (p, t, m) => port.postMessage([p, t, m]));
+  const ctx = new ToolContext(registry.adopt(task.ref), { progress: port === undefined ? undefined : (p, t, m) => port.postMessage([p, t, m]) });
   try {
     const result = toCallToolResult(await tool.handler(task.args, ctx));
     return JSON.parse(JSON.stringify(result)) as CallToolResult; // plain data across the thread boundary
