@@ -157,3 +157,27 @@ describe('logging', () => {
     expect(await messages(modernHeaders('tools/call', 'chatty'), modernMeta({ 'io.modelcontextprotocol/logLevel': 'debug' }))).toEqual(['info', 'error']);
   });
 });
+
+describe('2026-07-28 subscriptions/listen', () => {
+  it('acknowledges first, hears list changes made on any worker, honours its filter, and ends with a result at shutdown', async () => {
+    running = await startServer();
+    const { url } = running.address;
+    const listen = (id: string, notifications: Record<string, boolean>) =>
+      openStream(url, { jsonrpc: '2.0', id, method: 'subscriptions/listen', params: { notifications, _meta: modernMeta() } }, modernHeaders('subscriptions/listen'));
+    const tools = listen('L1', { toolsListChanged: true });
+    const prompts = listen('L2', { promptsListChanged: true, toolsListChanged: false });
+    await until(() => tools.events.length > 0 && prompts.events.length > 0, 10_000, 'acknowledgements');
+    expect(tools.events[0]).toMatchObject({ method: 'notifications/subscriptions/acknowledged', params: { _meta: { 'io.modelcontextprotocol/subscriptionId': 'L1' }, notifications: { toolsListChanged: true } } });
+    expect(prompts.events[0].params).toMatchObject({ notifications: { promptsListChanged: true } });
+    // Changes announced from a tool (whichever worker serves it) and from the server API.
+    for (let i = 0; i < 4; i++) await post(url, { jsonrpc: '2.0', id: i, method: 'tools/call', params: { name: 'change_tools', arguments: {}, _meta: modernMeta() } }, modernHeaders('tools/call', 'change_tools'));
+    running.server.notifyListChanged('tools');
+    await until(() => tools.events.filter((e) => e.method === 'notifications/tools/list_changed').length === 5, 10_000, 'five list changes');
+    expect(tools.events.slice(1).every((e) => (e.params as { _meta: Record<string, unknown> })._meta['io.modelcontextprotocol/subscriptionId'] === 'L1')).toBe(true);
+    expect(prompts.events.some((e) => e.method === 'notifications/tools/list_changed')).toBe(false);
+    await running.close();
+    running = undefined;
+    await until(() => tools.ended && prompts.ended, 10_000, 'the streams to end');
+    expect(tools.events.at(-1)).toMatchObject({ id: 'L1', result: { resultType: 'complete', _meta: { 'io.modelcontextprotocol/subscriptionId': 'L1' } } });
+  });
+});
