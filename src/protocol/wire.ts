@@ -29,7 +29,6 @@ export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 export const kModernVersion = '2026-07-28';
 /** Legacy (initialize/session) revisions, newest first. */
 export const kLegacyVersions = ['2025-11-25', '2025-06-18', '2025-03-26'] as const;
-export const kAllVersions: readonly string[] = [kModernVersion, ...kLegacyVersions];
 /** What a legacy request without MCP-Protocol-Version is taken to speak (spec: SHOULD assume). */
 export const kDefaultLegacyVersion = '2025-03-26';
 

@@ -65,18 +65,6 @@ export function defineTool<Args extends Record<string, unknown> = Record<string,
   return Object.freeze({ ...(definition as unknown as ToolDefinition), kind: 'sluice/tool' as const });
 }
 
-/** Accepts what a tools module may export: an array of tools, or an object of them. */
-export function collectTools(exported: unknown): Tool[] {
-  const list = Array.isArray(exported) ? exported : exported !== null && typeof exported === 'object' ? Object.values(exported) : [];
-  const tools = list.filter((t): t is Tool => t !== null && typeof t === 'object' && (t as Tool).kind === 'sluice/tool');
-  const names = new Set<string>();
-  for (const t of tools) {
-    if (names.has(t.name)) throw new SluiceError('invalid_option', `two tools are named ${t.name}`);
-    names.add(t.name);
-  }
-  return tools;
-}
-
 /** Turns whatever a handler returned into a CallToolResult (an input-required result passes through). */
 export function toCallToolResult(output: ToolOutput): CallToolResult | InputRequired {
   if (output !== null && typeof output === 'object' && (output as InputRequired).kind === 'sluice/input-required') return output as InputRequired;
