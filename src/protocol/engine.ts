@@ -395,7 +395,7 @@ export class Engine {
     const uri = params?.uri;
     if (typeof uri !== 'string') throw new ProtocolError(ErrorCode.InvalidParams, 'resources/read needs a uri');
     run.target = uri;
-    const ctx = run.context(undefined, this.#input(run, params));
+    const ctx = run.context(this.#progressSink(run, params), this.#input(run, params));
     const fixed = this.#resources.get(uri);
     let contents;
     if (fixed !== undefined) {
@@ -439,7 +439,7 @@ export class Engine {
       if (a.required === true && args[a.name] === undefined) throw new ProtocolError(ErrorCode.InvalidParams, `Missing required argument: ${a.name}`);
     }
     run.target = name;
-    const ctx = run.context(undefined, this.#input(run, params));
+    const ctx = run.context(this.#progressSink(run, params), this.#input(run, params));
     return { ...toPromptResult(await prompt.get(args, ctx)) } as Record<string, unknown>;
   }
 
@@ -464,6 +464,12 @@ export class Engine {
     }
     const values = completer === undefined ? [] : (await completer(argument.value, context)).map(String);
     return { completion: { values: values.slice(0, 100), total: values.length, hasMore: values.length > 100 } };
+  }
+
+  /** Progress for this request, if the client gave a token and can receive notifications. */
+  #progressSink(run: Run, params: Record<string, unknown> | undefined): ProgressSink | undefined {
+    const token = (params?._meta as Record<string, unknown> | undefined)?.progressToken;
+    return (typeof token === 'string' || typeof token === 'number') && run.reply.canStream ? run.progressSink(token) : undefined;
   }
 
   /**
@@ -517,9 +523,7 @@ export class Engine {
     if (args === null || typeof args !== 'object' || Array.isArray(args)) throw new ProtocolError(ErrorCode.InvalidParams, 'arguments must be an object');
     const problem = checkSchema(tool.inputSchema, args);
     if (problem !== undefined) return { content: [{ type: 'text', text: `Invalid arguments: ${problem}` }], isError: true };
-    const meta = params?._meta as Record<string, unknown> | undefined;
-    const token = meta?.progressToken;
-    const sink = (typeof token === 'string' || typeof token === 'number') && run.reply.canStream ? run.progressSink(token) : undefined;
+    const sink = this.#progressSink(run, params);
     if (tool.pool === true) {
       const pool = this.config.pool;
       if (pool === undefined) throw new ProtocolError(ErrorCode.InternalError, `tool ${name} runs in the pool, but the server has no pool`);
