@@ -1,0 +1,209 @@
+import { CancelledError, SluiceError } from '../errors.js';
+import { kLegacyVersions, kMetaClientCapabilities, kMetaClientInfo, kMetaProtocolVersion, kModernVersion } from '../protocol/wire.js';
+import { SessionExpiredError } from './http.js';
+import type { ClientTransport, JsonRpcMessage } from './transport.js';
+
+/** Options of every request method. */
+export interface RequestOptions {
+  /** Aborting rejects the call at once with a CancelledError carrying the reason, and tells the server. */
+  signal?: AbortSignal;
+  /** Cancels the call (the same way) after this many milliseconds. */
+  timeoutMs?: number;
+  /** Progress notifications for this call (a progress token is sent only when this is given). */
+  onProgress?: (progress: { progress: number; total?: number; message?: string }) => void;
+}
+
+export interface ClientOptions {
+  /** 'auto' (default): server/discover first (2026-07-28), falling back to initialize (legacy). */
+  era?: 'auto' | 'legacy' | 'modern';
+  clientInfo?: { name: string; version: string };
+  /** Client capabilities to declare (this client answers no server requests: keep it `{}`). */
+  capabilities?: Record<string, unknown>;
+}
+
+/** The server answered with a JSON-RPC error. */
+export class RpcError extends SluiceError {
+  readonly rpcCode: number;
+  readonly data: unknown;
+  constructor(code: number, message: string, data?: unknown) {
+    super('invalid_option', message);
+    this.name = 'RpcError';
+    this.rpcCode = code;
+    this.data = data;
+  }
+}
+
+type Result = Record<string, unknown>;
+
+/**
+ * An MCP client whose every request can be cancelled: pass `{ signal }` (or `{ timeoutMs }`) and the
+ * call rejects at once with a CancelledError; the server hears of it the right way for the
+ * connection (a notifications/cancelled line or POST after the request went out, or the request's
+ * stream closed in 2026-07-28). Request ids are internal; late responses are dropped.
+ */
+export class Client {
+  readonly #transport: ClientTransport;
+  readonly #options: ClientOptions;
+  #era: 'legacy' | 'modern' | undefined;
+  #version: string | undefined;
+  #nextId = 0;
+  #connecting: Promise<void> | undefined;
+  #serverInfo: unknown;
+
+  constructor(transport: ClientTransport, options: ClientOptions = {}) {
+    this.#transport = transport;
+    this.#options = options;
+  }
+
+  /** 'legacy' or 'modern' once connected. */
+  get era(): 'legacy' | 'modern' | undefined {
+    return this.#era;
+  }
+
+  get serverInfo(): unknown {
+    return this.#serverInfo;
+  }
+
+  /** Connects (done by the first request if not called). initialize is never cancelled. */
+  connect(): Promise<void> {
+    this.#connecting ??= this.#connect().catch((error: unknown) => {
+      this.#connecting = undefined;
+      throw error;
+    });
+    return this.#connecting;
+  }
+
+  async #connect(): Promise<void> {
+    const era = this.#options.era ?? 'auto';
+    if (era !== 'legacy') {
+      this.#transport.setEra?.('modern', kModernVersion);
+      this.#era = 'modern';
+      this.#version = kModernVersion;
+      try {
+        const discovered = await this.#raw('server/discover', {}, {});
+        this.#serverInfo = (discovered._meta as Record<string, unknown> | undefined)?.['io.modelcontextprotocol/serverInfo'];
+        return;
+      } catch (error) {
+        if (era === 'modern') throw error;
+      }
+    }
+    this.#transport.setEra?.('legacy', kLegacyVersions[0]);
+    this.#era = 'legacy';
+    this.#version = undefined;
+    await this.#initialize();
+  }
+
+  async #initialize(): Promise<void> {
+    const result = await this.#raw('initialize', {
+      protocolVersion: kLegacyVersions[0],
+      capabilities: this.#options.capabilities ?? {},
+      clientInfo: this.#options.clientInfo ?? { name: 'sluice-client', version: '0.1.0' },
+    }, {});
+    const version = typeof result.protocolVersion === 'string' ? result.protocolVersion : kLegacyVersions[0];
+    if (!(kLegacyVersions as readonly string[]).includes(version)) throw new SluiceError('invalid_option', `the server speaks ${version}, which this client does not`);
+    this.#version = version;
+    this.#serverInfo = result.serverInfo;
+    this.#transport.setEra?.('legacy', version);
+    await this.#transport.notify({ jsonrpc: '2.0', method: 'notifications/initialized' });
+  }
+
+  /** Any request, by method. */
+  async request(method: string, params: Record<string, unknown> = {}, options: RequestOptions = {}): Promise<Result> {
+    if (options.signal?.aborted === true) throw new CancelledError(reasonOf(options.signal.reason));
+    await this.connect();
+    try {
+      return await this.#raw(method, params, options);
+    } catch (error) {
+      if (!(error instanceof SessionExpiredError)) throw error;
+      await this.#initialize(); // 404: the legacy session is gone; start a new one and retry once
+      return this.#raw(method, params, options);
+    }
+  }
+
+  #raw(method: string, params: Record<string, unknown>, options: RequestOptions): Promise<Result> {
+    const id = ++this.#nextId;
+    const meta: Record<string, unknown> = { ...(params._meta as Record<string, unknown> | undefined) };
+    if (this.#era === 'modern') {
+      meta[kMetaProtocolVersion] = kModernVersion;
+      meta[kMetaClientCapabilities] = this.#options.capabilities ?? {};
+      meta[kMetaClientInfo] = this.#options.clientInfo ?? { name: 'sluice-client', version: '0.1.0' };
+    }
+    if (options.onProgress !== undefined) meta.progressToken = id;
+    const message: JsonRpcMessage = { jsonrpc: '2.0', id, method, params: Object.keys(meta).length > 0 ? { ...params, _meta: meta } : params };
+    const cancellable = method !== 'initialize';
+    const local = new AbortController();
+    let sent = false;
+    let onSent: () => void = () => {};
+    const wasSent = new Promise<void>((resolve) => { onSent = resolve; });
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    return new Promise<Result>((resolve, reject) => {
+      let settled = false;
+      const cancel = (reason: string) => {
+        if (settled) return;
+        settled = true;
+        reject(new CancelledError(reason));
+        local.abort(reason);
+        if (!this.#transport.cancelsByAbort) {
+          // Only once the request's bytes are out, so the server never sees the cancel first.
+          void wasSent.then(() => this.#transport.notify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason } })).catch(() => {});
+        }
+      };
+      const onAbort = () => cancel(reasonOf(options.signal?.reason));
+      if (cancellable) {
+        options.signal?.addEventListener('abort', onAbort, { once: true });
+        if (options.timeoutMs !== undefined) timer = setTimeout(() => cancel(`timed out after ${options.timeoutMs} ms`), options.timeoutMs);
+      }
+      const cleanup = () => {
+        if (timer !== undefined) clearTimeout(timer);
+        options.signal?.removeEventListener('abort', onAbort);
+      };
+      this.#transport.send(message, {
+        onSent: () => { sent = true; onSent(); },
+        onMessage: (m) => {
+          if (settled || m.method !== 'notifications/progress') return;
+          const p = m.params as { progressToken?: unknown; progress: number; total?: number; message?: string };
+          if (p.progressToken === id) options.onProgress?.({ progress: p.progress, total: p.total, message: p.message });
+        },
+        signal: local.signal,
+      }).then((response) => {
+        cleanup();
+        if (settled) return; // a late response to a cancelled call: dropped
+        settled = true;
+        if (response.error !== undefined) {
+          const e = response.error as { code?: number; message?: string; data?: unknown };
+          reject(new RpcError(typeof e.code === 'number' ? e.code : -32603, String(e.message ?? 'error'), e.data));
+        } else {
+          resolve((response.result ?? {}) as Result);
+        }
+      }, (error: unknown) => {
+        cleanup();
+        if (settled) return;
+        settled = true;
+        void sent;
+        reject(error instanceof Error ? error : new SluiceError('request_cancelled', String(error)));
+      });
+    });
+  }
+
+  discover(options?: RequestOptions): Promise<Result> { return this.request('server/discover', {}, options); }
+  ping(options?: RequestOptions): Promise<Result> { return this.request('ping', {}, options); }
+  listTools(params: { cursor?: string } = {}, options?: RequestOptions): Promise<Result> { return this.request('tools/list', params, options); }
+  callTool(name: string, args: Record<string, unknown> = {}, options?: RequestOptions): Promise<Result> { return this.request('tools/call', { name, arguments: args }, options); }
+  listResources(params: { cursor?: string } = {}, options?: RequestOptions): Promise<Result> { return this.request('resources/list', params, options); }
+  listResourceTemplates(params: { cursor?: string } = {}, options?: RequestOptions): Promise<Result> { return this.request('resources/templates/list', params, options); }
+  readResource(uri: string, options?: RequestOptions): Promise<Result> { return this.request('resources/read', { uri }, options); }
+  listPrompts(params: { cursor?: string } = {}, options?: RequestOptions): Promise<Result> { return this.request('prompts/list', params, options); }
+  getPrompt(name: string, args: Record<string, string> = {}, options?: RequestOptions): Promise<Result> { return this.request('prompts/get', { name, arguments: args }, options); }
+  complete(ref: Record<string, unknown>, argument: { name: string; value: string }, options?: RequestOptions): Promise<Result> { return this.request('completion/complete', { ref, argument }, options); }
+
+  /** Closes the transport: every pending call rejects, the server process or session is released. */
+  close(): Promise<void> {
+    return this.#transport.close();
+  }
+}
+
+function reasonOf(reason: unknown): string {
+  if (typeof reason === 'string') return reason;
+  if (reason instanceof Error) return reason.message;
+  return reason === undefined ? 'cancelled' : String(reason);
+}

@@ -1,0 +1,177 @@
+import { Agent as HttpAgent, request as httpRequest } from 'node:http';
+import type { IncomingMessage } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { SluiceError } from '../errors.js';
+import type { ClientTransport, JsonRpcMessage, SendOptions } from './transport.js';
+
+export interface HttpTransportOptions {
+  /** The MCP endpoint, e.g. http://127.0.0.1:3000/mcp */
+  url: string | URL;
+  /** Extra headers on every request (e.g. authorization). */
+  headers?: Record<string, string>;
+}
+
+/** The server said the legacy session is gone (404): the client starts a new one. */
+export class SessionExpiredError extends SluiceError {
+  constructor() {
+    super('request_cancelled', 'the session expired');
+    this.name = 'SessionExpiredError';
+  }
+}
+
+const kNamed: Record<string, string> = { 'tools/call': 'name', 'prompts/get': 'name', 'resources/read': 'uri' };
+
+/**
+ * Streamable HTTP for both eras. Legacy: session headers, JSON or SSE replies, and the cancel is a
+ * separate notifications/cancelled POST (on its own connection) sent after this request's bytes
+ * went out. 2026-07-28: per-request headers, and the cancel is closing this request's stream.
+ */
+export class HttpClientTransport implements ClientTransport {
+  #era: 'legacy' | 'modern' = 'legacy';
+  #version: string | undefined;
+  #session: string | undefined;
+  readonly #url: URL;
+  readonly #headers: Record<string, string>;
+  readonly #agent: HttpAgent;
+  #closed = false;
+
+  constructor(options: HttpTransportOptions) {
+    this.#url = new URL(options.url);
+    this.#headers = options.headers ?? {};
+    this.#agent = this.#url.protocol === 'https:' ? new HttpsAgent({ keepAlive: true }) : new HttpAgent({ keepAlive: true });
+  }
+
+  get cancelsByAbort(): boolean {
+    return this.#era === 'modern';
+  }
+
+  setEra(era: 'legacy' | 'modern', version: string): void {
+    this.#era = era;
+    this.#version = version;
+  }
+
+  /** The legacy session id, once initialize gave one. */
+  get sessionId(): string | undefined {
+    return this.#session;
+  }
+
+  #requestHeaders(message: JsonRpcMessage): Record<string, string> {
+    const headers: Record<string, string> = {
+      'content-type': 'application/json', accept: 'application/json, text/event-stream', ...this.#headers,
+    };
+    if (this.#version !== undefined) headers['mcp-protocol-version'] = this.#version;
+    if (this.#era === 'legacy' && this.#session !== undefined) headers['mcp-session-id'] = this.#session;
+    if (this.#era === 'modern' && typeof message.method === 'string') {
+      headers['mcp-method'] = message.method;
+      const field = kNamed[message.method];
+      const value = field === undefined ? undefined : (message.params as Record<string, unknown> | undefined)?.[field];
+      if (typeof value === 'string') headers['mcp-name'] = /^[\x20-\x7e]*$/.test(value) ? value : `=?base64?${Buffer.from(value).toString('base64')}?=`;
+    }
+    return headers;
+  }
+
+  #post(message: JsonRpcMessage, signal: AbortSignal | undefined, onSent: () => void): Promise<IncomingMessage> {
+    const body = JSON.stringify(message);
+    const request = this.#url.protocol === 'https:' ? httpsRequest : httpRequest;
+    return new Promise((resolve, reject) => {
+      const req = request(this.#url, {
+        method: 'POST',
+        agent: this.#agent,
+        headers: { ...this.#requestHeaders(message), 'content-length': String(Buffer.byteLength(body)) },
+        signal,
+      }, resolve);
+      req.on('error', reject);
+      req.end(body, onSent);
+    });
+  }
+
+  async send(message: JsonRpcMessage, options: SendOptions): Promise<JsonRpcMessage> {
+    if (this.#closed) throw new SluiceError('request_cancelled', 'the transport is closed');
+    const res = await this.#post(message, options.signal, options.onSent);
+    const session = res.headers['mcp-session-id'];
+    if (typeof session === 'string' && message.method === 'initialize') this.#session = session;
+    if (res.statusCode === 404 && this.#era === 'legacy' && this.#session !== undefined && message.method !== 'initialize') {
+      res.resume();
+      this.#session = undefined;
+      throw new SessionExpiredError();
+    }
+    const type = String(res.headers['content-type'] ?? '');
+    if (type.startsWith('text/event-stream')) return this.#readStream(res, message, options);
+    const text = await readAll(res);
+    if (text === '') throw new SluiceError('request_cancelled', `the server answered ${res.statusCode} with no response (the request was cancelled)`);
+    try {
+      return JSON.parse(text) as JsonRpcMessage;
+    } catch {
+      throw new SluiceError('bad_descriptor', `the server answered ${res.statusCode} with a body that is not JSON`);
+    }
+  }
+
+  /** Reads an SSE reply until the response to `message` arrives; other messages go to onMessage. */
+  #readStream(res: IncomingMessage, message: JsonRpcMessage, options: SendOptions): Promise<JsonRpcMessage> {
+    return new Promise((resolve, reject) => {
+      let buffer = '';
+      let done = false;
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        buffer += chunk;
+        let end;
+        while ((end = buffer.indexOf('\n\n')) !== -1) {
+          const event = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          const data = event.split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trimStart()).join('\n');
+          if (data === '') continue;
+          let parsed: JsonRpcMessage;
+          try {
+            parsed = JSON.parse(data) as JsonRpcMessage;
+          } catch {
+            continue;
+          }
+          if ('id' in parsed && parsed.id === message.id && ('result' in parsed || 'error' in parsed)) {
+            done = true;
+            resolve(parsed);
+            res.destroy();
+            return;
+          }
+          if ('method' in parsed && 'id' in parsed) {
+            // A server request: this client declares no capabilities, so it declines.
+            void this.notify({ jsonrpc: '2.0', id: parsed.id, error: { code: -32601, message: 'Method not found' } });
+            continue;
+          }
+          options.onMessage(parsed);
+        }
+      });
+      res.on('end', () => { if (!done) reject(new SluiceError('request_cancelled', 'the stream ended without a response (the request was cancelled)')); });
+      res.on('error', (error) => { if (!done) reject(error); });
+    });
+  }
+
+  async notify(message: JsonRpcMessage): Promise<void> {
+    if (this.#closed) return;
+    const res = await this.#post(message, undefined, () => {});
+    res.resume();
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    if (this.#era === 'legacy' && this.#session !== undefined) {
+      // End the session, but never wait long on a server that stopped answering.
+      const request = this.#url.protocol === 'https:' ? httpsRequest : httpRequest;
+      await new Promise<void>((resolve) => {
+        const req = request(this.#url, { method: 'DELETE', agent: false, headers: { ...this.#headers, 'mcp-session-id': this.#session!, ...(this.#version === undefined ? {} : { 'mcp-protocol-version': this.#version }) }, signal: AbortSignal.timeout(1000) }, (res) => { res.resume(); resolve(); });
+        req.on('error', () => resolve());
+        req.end();
+      });
+    }
+    this.#agent.destroy();
+  }
+}
+
+function readAll(res: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    res.on('data', (c: Buffer) => chunks.push(c));
+    res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    res.on('error', reject);
+  });
+}

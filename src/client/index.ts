@@ -1,0 +1,9 @@
+/** The Sluice MCP client: `import { Client, CancelledError } from 'sluice/client'`. */
+export { Client, RpcError } from './client.js';
+export type { ClientOptions, RequestOptions } from './client.js';
+export { StdioClientTransport } from './stdio.js';
+export type { StdioTransportOptions } from './stdio.js';
+export { HttpClientTransport, SessionExpiredError } from './http.js';
+export type { HttpTransportOptions } from './http.js';
+export type { ClientTransport, SendOptions, JsonRpcMessage } from './transport.js';
+export { CancelledError, SluiceError } from '../errors.js';

@@ -1,0 +1,140 @@
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { SluiceError } from '../errors.js';
+import type { ClientTransport, JsonRpcMessage, SendOptions } from './transport.js';
+
+export interface StdioTransportOptions {
+  command: string;
+  args?: readonly string[];
+  env?: NodeJS.ProcessEnv;
+  cwd?: string;
+  /** Where the server's stderr goes (default: ignored). */
+  stderr?: 'inherit' | 'ignore';
+}
+
+interface Waiting {
+  resolve(message: JsonRpcMessage): void;
+  reject(error: Error): void;
+  onMessage(message: JsonRpcMessage): void;
+  progressToken: unknown;
+}
+
+/**
+ * Spawns an MCP server and speaks newline-delimited JSON-RPC to it. One writer (a request's line is
+ * always written before its cancel line) and one reader that routes every response by id, so a
+ * cancelled call can never swallow another call's response.
+ */
+export class StdioClientTransport implements ClientTransport {
+  readonly cancelsByAbort = false;
+  readonly #child: ChildProcess;
+  readonly #waiting = new Map<string, Waiting>();
+  #buffer = '';
+  #closed = false;
+  #exited: Promise<void>;
+
+  constructor(options: StdioTransportOptions) {
+    this.#child = spawn(options.command, [...(options.args ?? [])], {
+      env: options.env ?? process.env,
+      cwd: options.cwd,
+      stdio: ['pipe', 'pipe', options.stderr ?? 'ignore'],
+    });
+    this.#exited = new Promise((resolve) => this.#child.once('exit', () => resolve()));
+    this.#child.once('exit', () => this.#failAll(new SluiceError('request_cancelled', 'the server process exited')));
+    this.#child.stdin?.on('error', () => {});
+    this.#child.stdout?.setEncoding('utf8');
+    this.#child.stdout?.on('data', (chunk: string) => this.#read(chunk));
+  }
+
+  /** The server process (for its pid, or to watch it). */
+  get process(): ChildProcess {
+    return this.#child;
+  }
+
+  send(message: JsonRpcMessage, options: SendOptions): Promise<JsonRpcMessage> {
+    if (this.#closed) return Promise.reject(new SluiceError('request_cancelled', 'the transport is closed'));
+    const key = JSON.stringify(message.id);
+    const progressToken = ((message.params as Record<string, unknown> | undefined)?._meta as Record<string, unknown> | undefined)?.progressToken;
+    return new Promise((resolve, reject) => {
+      this.#waiting.set(key, { resolve, reject, onMessage: options.onMessage, progressToken });
+      // The abort of a stdio request changes nothing on the wire here: the client sends the cancel
+      // line; the entry is dropped so a late response is ignored.
+      options.signal.addEventListener('abort', () => { this.#waiting.delete(key); }, { once: true });
+      this.#write(message, options.onSent);
+    });
+  }
+
+  notify(message: JsonRpcMessage): Promise<void> {
+    if (this.#closed) return Promise.resolve();
+    return new Promise((resolve) => this.#write(message, resolve));
+  }
+
+  /** One writer: lines go out in the order they were handed over. */
+  #write(message: JsonRpcMessage, done: () => void): void {
+    const stdin = this.#child.stdin;
+    if (stdin === null || stdin.destroyed) {
+      done();
+      return;
+    }
+    stdin.write(`${JSON.stringify(message)}\n`, () => done());
+  }
+
+  #read(chunk: string): void {
+    this.#buffer += chunk;
+    let newline;
+    while ((newline = this.#buffer.indexOf('\n')) !== -1) {
+      const line = this.#buffer.slice(0, newline).trim();
+      this.#buffer = this.#buffer.slice(newline + 1);
+      if (line === '') continue;
+      let message: JsonRpcMessage;
+      try {
+        message = JSON.parse(line) as JsonRpcMessage;
+      } catch {
+        continue; // not ours to interpret: a server writing garbage on stdout
+      }
+      this.#route(message);
+    }
+  }
+
+  #route(message: JsonRpcMessage): void {
+    if ('id' in message && ('result' in message || 'error' in message)) {
+      const key = JSON.stringify(message.id);
+      const waiting = this.#waiting.get(key);
+      if (waiting === undefined) return; // late (cancelled or timed out): dropped
+      this.#waiting.delete(key);
+      waiting.resolve(message);
+      return;
+    }
+    if ('method' in message && 'id' in message) {
+      // A request from the server: this client offers no capabilities, so it declines politely.
+      const reply = message.method === 'ping'
+        ? { jsonrpc: '2.0' as const, id: message.id, result: {} }
+        : { jsonrpc: '2.0' as const, id: message.id, error: { code: -32601, message: 'Method not found' } };
+      this.#write(reply, () => {});
+      return;
+    }
+    const token = (message.params as Record<string, unknown> | undefined)?.progressToken;
+    for (const waiting of this.#waiting.values()) {
+      if (token !== undefined && waiting.progressToken === token) waiting.onMessage(message);
+    }
+  }
+
+  #failAll(error: Error): void {
+    for (const waiting of this.#waiting.values()) waiting.reject(error);
+    this.#waiting.clear();
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return this.#exited;
+    this.#closed = true;
+    this.#failAll(new SluiceError('request_cancelled', 'the transport was closed'));
+    this.#child.stdin?.end();
+    if (this.#child.exitCode === null && this.#child.signalCode === null) {
+      const term = setTimeout(() => this.#child.kill('SIGTERM'), 1000);
+      const kill = setTimeout(() => this.#child.kill('SIGKILL'), 3000);
+      await this.#exited;
+      clearTimeout(term);
+      clearTimeout(kill);
+    }
+    this.#child.stdout?.destroy();
+  }
+}
