@@ -3,8 +3,16 @@ import { parseArgs } from 'node:util';
 import { createServer } from '../supervisor/server.js';
 import { serveStdioServer } from '../supervisor/stdio-server.js';
 
+import { CancelledError } from '../errors.js';
+import { Client } from '../client/client.js';
+import { HttpClientTransport } from '../client/http.js';
+import { StdioClientTransport } from '../client/stdio.js';
+
 const kUsage = `Usage:
   sluice serve [options]       serve MCP tools over HTTP (or stdio)
+  sluice call <url> <tool> [json-args] [--timeout ms]
+  sluice call --stdio "<command>" <tool> [json-args] [--timeout ms]
+                               call a tool, printing progress as it comes; Ctrl-C cancels the call
 
 Options:
   --tools <module>     module exporting the tools (default: the demo tools: echo, sleep, spin)
@@ -15,6 +23,8 @@ Options:
   --stdio              serve over stdin/stdout instead of HTTP
   --metrics            serve Prometheus text at GET /metrics
   --no-sessions        no legacy MCP-Session-Id sessions
+  --timeout <ms>       (call) cancel the call after this long
+  --era <era>          (call) auto | legacy | modern (default auto)
   -h, --help           show this help
 `;
 
@@ -31,9 +41,12 @@ export async function main(argv: readonly string[]): Promise<number> {
         port: { type: 'string' },
         workers: { type: 'string' },
         http: { type: 'string' },
-        stdio: { type: 'boolean' },
+        // `serve --stdio` is a switch; `call --stdio "<command>"` takes the command to spawn.
+        stdio: { type: argv[0] === 'call' ? 'string' : 'boolean' },
         metrics: { type: 'boolean' },
         'no-sessions': { type: 'boolean' },
+        timeout: { type: 'string' },
+        era: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -46,6 +59,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     process.stdout.write(kUsage);
     return values.help === true ? 0 : 2;
   }
+  if (positionals[0] === 'call') return call(positionals.slice(1), values as { stdio?: string; timeout?: string; era?: string });
   if (positionals[0] !== 'serve') {
     process.stderr.write(`sluice: unknown command ${positionals[0]}\n\n${kUsage}`);
     return 2;
@@ -58,7 +72,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   };
   const tools = values.tools ?? fileURLToPath(new URL('../../examples/tools.js', import.meta.url));
   try {
-    if (values.stdio === true) {
+    if ((values.stdio as unknown) === true) {
       await serveStdioServer({ tools });
       return 0;
     }
@@ -85,5 +99,48 @@ export async function main(argv: readonly string[]): Promise<number> {
   } catch (error) {
     process.stderr.write(`sluice: ${(error as Error).message}\n`);
     return 1;
+  }
+}
+
+/** `sluice call`: one tool call, progress on stderr, the result on stdout; SIGINT cancels it. */
+async function call(args: string[], values: { stdio?: boolean | string; timeout?: string; era?: string }): Promise<number> {
+  const stdioCommand = typeof values.stdio === 'string' ? values.stdio : undefined;
+  const [target, tool, json] = stdioCommand === undefined ? args : [undefined, args[0], args[1]];
+  if (tool === undefined || (stdioCommand === undefined && target === undefined)) {
+    process.stderr.write(`sluice: call needs a server and a tool\n\n${kUsage}`);
+    return 2;
+  }
+  let toolArgs: Record<string, unknown> = {};
+  if (json !== undefined) {
+    try {
+      toolArgs = JSON.parse(json) as Record<string, unknown>;
+    } catch {
+      process.stderr.write('sluice: the tool arguments must be JSON\n');
+      return 2;
+    }
+  }
+  const era = values.era === 'legacy' || values.era === 'modern' ? values.era : 'auto';
+  const transport = stdioCommand !== undefined
+    ? new StdioClientTransport({ command: '/bin/sh', args: ['-c', `exec ${stdioCommand}`], stderr: 'inherit' })
+    : new HttpClientTransport({ url: target! });
+  const client = new Client(transport, { era });
+  const interrupt = new AbortController();
+  const onSigint = () => interrupt.abort('interrupted (SIGINT)');
+  process.once('SIGINT', onSigint);
+  try {
+    const timeoutMs = values.timeout === undefined ? undefined : Number(values.timeout);
+    const result = await client.callTool(tool, toolArgs, {
+      signal: interrupt.signal,
+      ...(timeoutMs === undefined ? {} : { timeoutMs }),
+      onProgress: (p) => process.stderr.write(`progress ${p.progress}${p.total === undefined ? '' : `/${p.total}`}${p.message === undefined ? '' : ` ${p.message}`}\n`),
+    });
+    process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+    return result.isError === true ? 1 : 0;
+  } catch (error) {
+    process.stderr.write(`sluice: ${error instanceof CancelledError ? `cancelled: ${error.reason ?? ''}` : (error as Error).message}\n`);
+    return error instanceof CancelledError && interrupt.signal.aborted ? 130 : 1;
+  } finally {
+    process.off('SIGINT', onSigint);
+    await client.close();
   }
 }

@@ -49,6 +49,8 @@ export class Client {
   #nextId = 0;
   #connecting: Promise<void> | undefined;
   #serverInfo: unknown;
+  /** Cancel notifications on their way: close() lets them out before it closes the transport. */
+  readonly #cancelling = new Set<Promise<void>>();
 
   constructor(transport: ClientTransport, options: ClientOptions = {}) {
     this.#transport = transport;
@@ -110,7 +112,7 @@ export class Client {
   /** Any request, by method. */
   async request(method: string, params: Record<string, unknown> = {}, options: RequestOptions = {}): Promise<Result> {
     if (options.signal?.aborted === true) throw new CancelledError(reasonOf(options.signal.reason));
-    await this.connect();
+    await this.#connectFor(options);
     try {
       return await this.#raw(method, params, options);
     } catch (error) {
@@ -118,6 +120,23 @@ export class Client {
       await this.#initialize(); // 404: the legacy session is gone; start a new one and retry once
       return this.#raw(method, params, options);
     }
+  }
+
+  /** Waits for the connection, but no longer than the caller's signal or timeout allows. */
+  #connectFor(options: RequestOptions): Promise<void> {
+    const connecting = this.connect();
+    if (options.signal === undefined && options.timeoutMs === undefined) return connecting;
+    return new Promise((resolve, reject) => {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const onAbort = () => { done(); reject(new CancelledError(reasonOf(options.signal?.reason))); };
+      const done = () => {
+        if (timer !== undefined) clearTimeout(timer);
+        options.signal?.removeEventListener('abort', onAbort);
+      };
+      options.signal?.addEventListener('abort', onAbort, { once: true });
+      if (options.timeoutMs !== undefined) timer = setTimeout(() => { done(); reject(new CancelledError(`timed out after ${options.timeoutMs} ms`)); }, options.timeoutMs);
+      connecting.then(() => { done(); resolve(); }, (error: unknown) => { done(); reject(error); });
+    });
   }
 
   #raw(method: string, params: Record<string, unknown>, options: RequestOptions): Promise<Result> {
@@ -132,7 +151,6 @@ export class Client {
     const message: JsonRpcMessage = { jsonrpc: '2.0', id, method, params: Object.keys(meta).length > 0 ? { ...params, _meta: meta } : params };
     const cancellable = method !== 'initialize';
     const local = new AbortController();
-    let sent = false;
     let onSent: () => void = () => {};
     const wasSent = new Promise<void>((resolve) => { onSent = resolve; });
     let timer: ReturnType<typeof setTimeout> | undefined;
@@ -145,7 +163,11 @@ export class Client {
         local.abort(reason);
         if (!this.#transport.cancelsByAbort) {
           // Only once the request's bytes are out, so the server never sees the cancel first.
-          void wasSent.then(() => this.#transport.notify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason } })).catch(() => {});
+          const sending = wasSent
+            .then(() => this.#transport.notify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason } }))
+            .catch(() => {})
+            .finally(() => this.#cancelling.delete(sending));
+          this.#cancelling.add(sending);
         }
       };
       const onAbort = () => cancel(reasonOf(options.signal?.reason));
@@ -158,7 +180,7 @@ export class Client {
         options.signal?.removeEventListener('abort', onAbort);
       };
       this.#transport.send(message, {
-        onSent: () => { sent = true; onSent(); },
+        onSent: () => onSent(),
         onMessage: (m) => {
           if (settled || m.method !== 'notifications/progress') return;
           const p = m.params as { progressToken?: unknown; progress: number; total?: number; message?: string };
@@ -179,7 +201,6 @@ export class Client {
         cleanup();
         if (settled) return;
         settled = true;
-        void sent;
         reject(error instanceof Error ? error : new SluiceError('request_cancelled', String(error)));
       });
     });
@@ -197,8 +218,14 @@ export class Client {
   complete(ref: Record<string, unknown>, argument: { name: string; value: string }, options?: RequestOptions): Promise<Result> { return this.request('completion/complete', { ref, argument }, options); }
 
   /** Closes the transport: every pending call rejects, the server process or session is released. */
-  close(): Promise<void> {
-    return this.#transport.close();
+  async close(): Promise<void> {
+    // Cancels already decided go out first (bounded: a wedged server must not hold close() up).
+    if (this.#cancelling.size > 0) {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([Promise.allSettled([...this.#cancelling]), new Promise((r) => { timer = setTimeout(r, 1000); })]);
+      clearTimeout(timer);
+    }
+    await this.#transport.close();
   }
 }
 
