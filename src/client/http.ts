@@ -1,5 +1,5 @@
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
-import type { IncomingMessage } from 'node:http';
+import type { ClientRequest, IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { SluiceError } from '../errors.js';
 import type { ClientTransport, JsonRpcMessage, SendOptions } from './transport.js';
@@ -33,6 +33,8 @@ export class HttpClientTransport implements ClientTransport {
   readonly #url: URL;
   readonly #headers: Record<string, string>;
   readonly #agent: HttpAgent;
+  /** Requests not finished yet: close() ends them, answered or not. */
+  readonly #open = new Set<ClientRequest>();
   #closed = false;
 
   constructor(options: HttpTransportOptions) {
@@ -79,7 +81,14 @@ export class HttpClientTransport implements ClientTransport {
         agent: this.#agent,
         headers: { ...this.#requestHeaders(message), 'content-length': String(Buffer.byteLength(body)) },
         signal,
-      }, resolve);
+      }, (res) => {
+        answered = true;
+        res.once('close', () => this.#open.delete(req));
+        resolve(res);
+      });
+      let answered = false;
+      this.#open.add(req);
+      req.once('close', () => { if (!answered) this.#open.delete(req); });
       req.on('error', reject);
       req.end(body, onSent);
     });
@@ -163,6 +172,8 @@ export class HttpClientTransport implements ClientTransport {
         req.end();
       });
     }
+    for (const req of this.#open) req.destroy();
+    this.#open.clear();
     this.#agent.destroy();
   }
 }
