@@ -1,0 +1,17 @@
+// S1 ceiling: a raw uWebSockets.js JSON-RPC echo (parse, build the result, stringify), no MCP rules.
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+const require = createRequire(import.meta.url);
+const dir = dirname(require.resolve('@trufflesuite/uws-js-unofficial/package.json'));
+const uws = require(join(dir, 'binaries', `uws_${process.platform}_${process.arch}_${process.versions.modules}.node`));
+uws.App().post('/*', (res) => {
+  const chunks = [];
+  res.onAborted(() => { res.aborted = true; });
+  res.onData((chunk, last) => {
+    chunks.push(Buffer.from(chunk.slice(0)));
+    if (!last) return;
+    const m = JSON.parse(Buffer.concat(chunks).toString());
+    const body = JSON.stringify({ jsonrpc: '2.0', id: m.id, result: { content: [{ type: 'text', text: m.params.arguments.text }] } });
+    if (!res.aborted) res.cork(() => { res.writeHeader('content-type', 'application/json').end(body); });
+  });
+}).listen('127.0.0.1', 0, (s) => process.stdout.write(`READY ${uws.us_socket_local_port(s)}\n`));
