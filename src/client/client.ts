@@ -117,10 +117,18 @@ export class Client {
       return await this.#raw(method, params, options);
     } catch (error) {
       if (!(error instanceof SessionExpiredError)) throw error;
-      await this.#initialize(); // 404: the legacy session is gone; start a new one and retry once
+      // 404: the legacy session is gone. One new session for all the calls that hit it, then retry once.
+      const current = (this.#transport as { sessionId?: string }).sessionId;
+      if (current === undefined || current === error.session) {
+        this.#renewing ??= this.#initialize().finally(() => { this.#renewing = undefined; });
+      }
+      await this.#renewing;
       return this.#raw(method, params, options);
     }
   }
+
+  /** A session renewal in progress (concurrent 404s share it). */
+  #renewing: Promise<void> | undefined;
 
   /** Waits for the connection, but no longer than the caller's signal or timeout allows. */
   #connectFor(options: RequestOptions): Promise<void> {

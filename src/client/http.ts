@@ -13,9 +13,12 @@ export interface HttpTransportOptions {
 
 /** The server said the legacy session is gone (404): the client starts a new one. */
 export class SessionExpiredError extends SluiceError {
-  constructor() {
+  /** The session the server no longer knows. */
+  readonly session: string;
+  constructor(session: string) {
     super('request_cancelled', 'the session expired');
     this.name = 'SessionExpiredError';
+    this.session = session;
   }
 }
 
@@ -96,13 +99,14 @@ export class HttpClientTransport implements ClientTransport {
 
   async send(message: JsonRpcMessage, options: SendOptions): Promise<JsonRpcMessage> {
     if (this.#closed) throw new SluiceError('request_cancelled', 'the transport is closed');
+    const used = this.#era === 'legacy' ? this.#session : undefined; // the session this request carries
     const res = await this.#post(message, options.signal, options.onSent);
     const session = res.headers['mcp-session-id'];
     if (typeof session === 'string' && message.method === 'initialize') this.#session = session;
-    if (res.statusCode === 404 && this.#era === 'legacy' && this.#session !== undefined && message.method !== 'initialize') {
+    if (res.statusCode === 404 && used !== undefined && message.method !== 'initialize') {
       res.resume();
-      this.#session = undefined;
-      throw new SessionExpiredError();
+      if (this.#session === used) this.#session = undefined; // unless a new session already replaced it
+      throw new SessionExpiredError(used);
     }
     const type = String(res.headers['content-type'] ?? '');
     if (type.startsWith('text/event-stream')) return this.#readStream(res, message, options);

@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { validRequestId } from '../registry/index.js';
 import { ErrorCode } from './wire.js';
 import type { JsonRpcId } from './wire.js';
@@ -47,17 +48,15 @@ function echoId(id: unknown): JsonRpcId | null {
 
 /** Parses a body: the value, or undefined for broken JSON (including broken UTF-8). */
 export function parseJson(body: Uint8Array): { ok: true; value: unknown } | { ok: false } {
-  let text: string;
+  // isUtf8 (simdutf) then a plain decode: broken UTF-8 is refused, never silently replaced.
+  let bytes = Buffer.isBuffer(body) ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  if (!isUtf8(bytes)) return kBroken;
+  if (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) bytes = bytes.subarray(3); // a BOM (RFC 8259 allows ignoring it)
   try {
-    text = kStrictDecoder.decode(body);
+    return { ok: true, value: JSON.parse(bytes.toString('utf8')) };
   } catch {
-    return { ok: false };
-  }
-  try {
-    return { ok: true, value: JSON.parse(text) };
-  } catch {
-    return { ok: false };
+    return kBroken;
   }
 }
 
-const kStrictDecoder = new TextDecoder('utf-8', { fatal: true });
+const kBroken = Object.freeze({ ok: false as const });

@@ -17,10 +17,14 @@ import { afterEach, describe, expect, it, onTestFailed } from 'vitest';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import { createMcpHandler } from '@modelcontextprotocol/server';
+import type { McpServer as McpServerV1 } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { McpServer as McpServerV2 } from '@modelcontextprotocol/server';
 import { CancelledError, Client, HttpClientTransport, StdioClientTransport } from '../../src/client/index.js';
-// Plain .mjs fixtures (no types): the servers under test.
-import { createV1Server } from '../fixtures/official-v1-server.mjs';
-import { createV2Server } from '../fixtures/official-v2-server.mjs';
+
+// The servers under test are plain .mjs fixtures (the stdio one runs as a child process); typed here.
+const fixture = (name: string): string => new URL(`../fixtures/${name}`, import.meta.url).href;
+const { createV1Server } = (await import(fixture('official-v1-server.mjs'))) as { createV1Server(): McpServerV1 };
+const { createV2Server } = (await import(fixture('official-v2-server.mjs'))) as { createV2Server(): McpServerV2 };
 
 const kStdioServer = fileURLToPath(new URL('../fixtures/official-stdio-server.mjs', import.meta.url));
 const kTestTimeout = 30_000;
@@ -106,16 +110,27 @@ afterEach(() => {
 });
 
 /**
- * Starts `wait` (10 s unless cancelled), aborts it once the official server recorded "started",
- * and checks: the call rejects with CancelledError (carrying the reason) within kRejectBound; the
- * server's tool signal fired ("cancelled" recorded, never "finished"). Returns the timings.
+ * Starts `wait` (10 s unless cancelled) and aborts it once it runs: when the official server
+ * recorded "started", or (`progress`) when its "started" progress notification reached onProgress
+ * (over HTTP the response is then an open SSE stream). Checks: the call rejects with CancelledError
+ * (carrying the reason) within kRejectBound; the server's tool signal fired ("cancelled" recorded,
+ * never "finished"). Returns the timings.
  */
-async function cancelWait(client: Client, label: string): Promise<{ rejectMs: number; serverMs: number }> {
+async function cancelWait(client: Client, label: string, { progress = false, serverPid }: { progress?: boolean; serverPid: number }): Promise<{ rejectMs: number; serverMs: number }> {
   const path = recordPath();
   const controller = new AbortController();
-  const call = client.callTool('wait', { record: path, ms: 10_000 }, { signal: controller.signal });
+  const progressSeen: Array<{ progress: number; total?: number; message?: string }> = [];
+  const call = client.callTool('wait', { record: path, ms: 10_000 }, {
+    signal: controller.signal,
+    ...(progress ? { onProgress: (p: { progress: number; total?: number; message?: string }) => { progressSeen.push(p); } } : {}),
+  });
   const outcome = call.then((result) => ({ result }), (error: unknown) => ({ error }));
-  await until(() => recorded(path).some((l) => l.state === 'started'), 5_000, () => `"started" in the record (saw ${JSON.stringify(recorded(path))})`);
+  if (progress) {
+    await until(() => progressSeen.length > 0, 5_000, () => `the "started" progress notification (record: ${JSON.stringify(recorded(path))})`);
+    expect(progressSeen).toEqual([{ progress: 0, total: 1, message: 'started' }]);
+  } else {
+    await until(() => recorded(path).some((l) => l.state === 'started'), 5_000, () => `"started" in the record (saw ${JSON.stringify(recorded(path))})`);
+  }
   const abortedAt = Date.now();
   const t0 = performance.now();
   controller.abort('test abort');
@@ -132,13 +147,39 @@ async function cancelWait(client: Client, label: string): Promise<{ rejectMs: nu
     () => `the official server to record the cancel (saw ${JSON.stringify(recorded(path))})`);
   const lines = recorded(path);
   expect(lines.map((l) => l.state)).toEqual(['started', 'cancelled']);
+  expect(lines[0]!.aborted).toBe(false); // the tool really was running when the cancel came
+  expect(lines[0]!.pid).toBe(serverPid); // ... in the official server's process
   const serverMs = lines[1]!.at - abortedAt;
-  timings.push(`[timing] ${label}: caller rejected ${rejectMs.toFixed(2)} ms after abort; the server's tool signal fired ${serverMs} ms after abort`);
+  timings.push(`[timing] ${label}${progress ? ' (after progress)' : ''}: caller rejected ${rejectMs.toFixed(2)} ms after abort; the server's tool signal fired ${serverMs} ms after abort`);
   return { rejectMs, serverMs };
 }
 
-/** list + call echo + cancel wait + a call after the cancel (the connection/session is still good). */
-async function exercise(client: Client, label: string): Promise<void> {
+/**
+ * Two waits at once; aborting one cancels that one only: the other runs to its end and its result
+ * comes back (the cancel named the right request, and responses are routed by id).
+ */
+async function cancelOneOfTwo(client: Client): Promise<void> {
+  const [pathA, pathB] = [recordPath(), recordPath()];
+  const controller = new AbortController();
+  const a = client.callTool('wait', { record: pathA, ms: 10_000 }, { signal: controller.signal }).then((result) => ({ result }), (error: unknown) => ({ error }));
+  const b = client.callTool('wait', { record: pathB, ms: 600 }).then((result) => ({ result }), (error: unknown) => ({ error }));
+  await until(() => recorded(pathA).length > 0 && recorded(pathB).length > 0, 5_000, () => 'both waits to start');
+  controller.abort('only A');
+  const settledA = await within(a, kRejectBound * 5, 'the aborted call A');
+  expect((settledA as { error?: unknown }).error).toBeInstanceOf(CancelledError);
+  const settledB = await within(b, kCallBound, 'call B');
+  expect(settledB).toHaveProperty('result');
+  expect(text((settledB as { result: Record<string, unknown> }).result)).toBe('finished');
+  await until(() => recorded(pathA).length === 2, kServerSeesCancelBound, () => `A's cancel in its record (saw ${JSON.stringify(recorded(pathA))})`);
+  expect(recorded(pathA).map((l) => l.state)).toEqual(['started', 'cancelled']);
+  expect(recorded(pathB).map((l) => l.state)).toEqual(['started', 'finished']);
+}
+
+/**
+ * list + call echo + cancel wait (before and after a progress notification) + cancel one of two
+ * concurrent waits + a call after the cancels (the connection/session is still good).
+ */
+async function exercise(client: Client, label: string, serverPid: number): Promise<void> {
   const tools = await within(client.listTools(), kCallBound, 'tools/list');
   expect(toolNames(tools)).toEqual(['echo', 'wait']);
 
@@ -146,7 +187,9 @@ async function exercise(client: Client, label: string): Promise<void> {
   expect(text(echoed)).toBe('héllo ✓');
   expect(echoed.isError).not.toBe(true);
 
-  await cancelWait(client, label);
+  await cancelWait(client, label, { serverPid });
+  await cancelWait(client, label, { progress: true, serverPid });
+  await cancelOneOfTwo(client);
 
   const after = await within(client.callTool('echo', { text: 'after the cancel' }), kCallBound, 'tools/call echo after the cancel');
   expect(text(after)).toBe('after the cancel');
@@ -155,7 +198,18 @@ async function exercise(client: Client, label: string): Promise<void> {
 // ---------------------------------------------------------------------------------------------
 // A node:http server that records every exchange (for failure reports: request/response dumps).
 
-interface Exchange { method: string; url: string; headers: Record<string, string | string[] | undefined>; body: string; status?: number; responseHeaders?: Record<string, unknown>; response: string; closedEarly?: boolean }
+interface Exchange {
+  method: string;
+  url: string;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+  status?: number;
+  headersSent?: boolean;
+  responseHeaders?: Record<string, unknown>;
+  response: string;
+  /** The connection closed before the response ended (the client went away). */
+  closedEarly?: boolean;
+}
 
 interface HttpHarness { url: string; log: Exchange[]; dump(): string; close(): Promise<void> }
 
@@ -182,8 +236,15 @@ async function listen(handle: (req: IncomingMessage, res: ServerResponse, body: 
       };
       res.write = ((...a: unknown[]) => { capture(a[0]); return write(...a); }) as typeof res.write;
       res.end = ((...a: unknown[]) => { if (typeof a[0] !== 'function') capture(a[0]); return end(...a); }) as typeof res.end;
+      const writeHead = res.writeHead.bind(res) as (...a: unknown[]) => ServerResponse;
+      res.writeHead = ((...a: unknown[]) => {
+        const headers = a.find((x, i) => i > 0 && x !== null && typeof x === 'object');
+        if (headers !== undefined) for (const [k, v] of Object.entries(headers as Record<string, unknown>)) res.setHeader(k, v as string);
+        return writeHead(a[0]);
+      }) as typeof res.writeHead;
       res.on('close', () => {
-        exchange.status = res.statusCode;
+        exchange.headersSent = res.headersSent;
+        exchange.status = res.headersSent ? res.statusCode : undefined;
         exchange.responseHeaders = res.getHeaders();
         if (!res.writableFinished) exchange.closedEarly = true;
       });
@@ -306,20 +367,46 @@ describe('official SDK v1 McpServer over stdio (child process)', () => {
     await within(client.connect(), kCallBound, 'connect');
     expect(client.era).toBe('legacy');
     expect(client.serverInfo).toMatchObject({ name: 'official-v1', version: '1.32.2' });
-    await exercise(client, 'stdio v1 (legacy)');
-    // The process the tool ran in is the child we spawned (and close() ends it).
-    const pid = transport.process.pid;
+    // The tools run in the child we spawned; close() ends it.
+    expect(transport.process.pid).not.toBe(process.pid);
+    await exercise(client, 'stdio v1 (legacy)', transport.process.pid!);
     await within(client.close(), 5_000, 'client.close()');
     expect(transport.process.exitCode !== null || transport.process.signalCode !== null).toBe(true);
-    expect(pid).toBeGreaterThan(0);
   });
 
   it('era auto: server/discover is refused by v1, the client falls back to initialize', { timeout: kTestTimeout }, async () => {
-    const { client } = stdioClient('auto');
+    const { client, transport } = stdioClient('auto');
     await within(client.connect(), kCallBound, 'connect');
     expect(client.era).toBe('legacy');
     expect(client.serverInfo).toMatchObject({ name: 'official-v1' });
-    await exercise(client, 'stdio v1 (auto -> legacy)');
+    await exercise(client, 'stdio v1 (auto -> legacy)', transport.process.pid!);
+  });
+
+  it('an abort while the implicit connect is in flight rejects at once; the tool never runs; the client stays usable', { timeout: kTestTimeout }, async () => {
+    const { client } = stdioClient('legacy');
+    const path = recordPath();
+    const controller = new AbortController();
+    const call = client.callTool('wait', { record: path, ms: 10_000 }, { signal: controller.signal }).then((result) => ({ result }), (error: unknown) => ({ error }));
+    let abortedAt = 0;
+    let connectedAtAbort: boolean | undefined;
+    setTimeout(() => { // spawning node + the initialize exchange take far longer than 20 ms
+      connectedAtAbort = client.serverInfo !== undefined;
+      abortedAt = performance.now();
+      controller.abort('early');
+    }, 20);
+    const settled = await within(call, kCallBound, 'the call aborted during connect');
+    const elapsed = performance.now() - abortedAt;
+    expect(connectedAtAbort).toBe(false);
+    expect((settled as { error?: unknown }).error).toBeInstanceOf(CancelledError);
+    expect(((settled as { error: CancelledError }).error).reason).toBe('early');
+    expect(elapsed).toBeLessThan(kRejectBound);
+    timings.push(`[timing] stdio v1, abort during connect: caller rejected ${elapsed.toFixed(2)} ms after abort`);
+    // The connection is still made (in the background) and usable; the aborted call never ran.
+    const echoed = await within(client.callTool('echo', { text: 'still here' }), kCallBound, 'echo after the early abort');
+    expect(text(echoed)).toBe('still here');
+    expect(client.era).toBe('legacy');
+    await new Promise((r) => setTimeout(r, 200));
+    expect(recorded(path)).toEqual([]);
   });
 
   it('timeoutMs cancels the same way (the server sees it)', { timeout: kTestTimeout }, async () => {
@@ -352,16 +439,26 @@ describe('official SDK v1 McpServer over v1 Streamable HTTP (stateful)', () => {
     expect(transport.sessionId).toBeDefined();
     expect(server.sessions.has(transport.sessionId!)).toBe(true);
 
-    await exercise(client, 'HTTP v1 stateful (legacy)');
+    await exercise(client, 'HTTP v1 stateful (legacy)', process.pid);
 
-    // The cancel went out as a notifications/cancelled POST in the session, naming the wait call's id.
-    const waitCall = server.log.find((e) => e.body.includes('"wait"'));
-    const cancel = server.log.find((e) => e.body.includes('notifications/cancelled'));
-    expect(waitCall).toBeDefined();
-    expect(cancel).toBeDefined();
-    expect(cancel!.headers['mcp-session-id']).toBe(transport.sessionId);
-    expect((JSON.parse(cancel!.body) as { params: { requestId: unknown; reason: string } }).params).toEqual({ requestId: (JSON.parse(waitCall!.body) as { id: unknown }).id, reason: 'test abort' });
-    expect(cancel!.status).toBe(202);
+    // Each cancel went out as a notifications/cancelled POST in the session, after the wait call
+    // it names, and the official transport accepted it (202). The wait that ran to its end (600 ms)
+    // was never named.
+    const waits = server.log.filter((e) => e.body.includes('"name":"wait"'));
+    const cancels = server.log.filter((e) => e.body.includes('notifications/cancelled'));
+    expect(waits).toHaveLength(4);
+    expect(cancels).toHaveLength(3);
+    const long = waits.filter((e) => e.body.includes('"ms":10000'));
+    expect(long).toHaveLength(3);
+    for (const cancel of cancels) {
+      const params = (JSON.parse(cancel.body) as { params: { requestId: unknown; reason: string } }).params;
+      const named = waits.find((e) => (JSON.parse(e.body) as { id: unknown }).id === params.requestId);
+      expect(long).toContain(named);
+      expect(params.reason).toBe(named === long[2] ? 'only A' : 'test abort');
+      expect(cancel.headers['mcp-session-id']).toBe(transport.sessionId);
+      expect(cancel.status).toBe(202);
+      expect(server.log.indexOf(cancel)).toBeGreaterThan(server.log.indexOf(named!));
+    }
 
     const session = transport.sessionId!;
     await within(client.close(), 5_000, 'client.close()');
@@ -371,6 +468,41 @@ describe('official SDK v1 McpServer over v1 Streamable HTTP (stateful)', () => {
     expect(server.sessions.has(session)).toBe(false);
   });
 
+  it('a session the server dropped (404): the next call starts one new session and succeeds', { timeout: kTestTimeout }, async () => {
+    const server = await startV1Http();
+    const transport = new HttpClientTransport({ url: server.url });
+    const client = track(new Client(transport, { era: 'legacy' }));
+    await within(client.connect(), kCallBound, 'connect');
+    const first = transport.sessionId!;
+    await server.sessions.get(first)!.close(); // the official transport ends the session
+    expect(server.sessions.size).toBe(0);
+    const echoed = await within(client.callTool('echo', { text: 'again' }), kCallBound, 'echo on a dropped session');
+    expect(text(echoed)).toBe('again');
+    expect(transport.sessionId).toBeDefined();
+    expect(transport.sessionId).not.toBe(first);
+    expect([...server.sessions.keys()]).toEqual([transport.sessionId]);
+    expect(server.log.filter((e) => e.body.includes('"method":"initialize"'))).toHaveLength(2);
+    await within(client.close(), 5_000, 'client.close()');
+    expect(server.sessions.size).toBe(0);
+  });
+
+  // Fails today (client bug): each 404 re-initializes on its own (client.ts request()), and the
+  // transport's one session slot is cleared/overwritten under the other calls (http.ts send()): one
+  // call fails with the 404's 'Session not found', one is sent with no session at all (400), and a
+  // session the client opened is never DELETEd.
+  it('concurrent calls on a dropped session (404 each): all succeed on one new session, none leaked', { timeout: kTestTimeout }, async () => {
+    const server = await startV1Http();
+    const transport = new HttpClientTransport({ url: server.url });
+    const client = track(new Client(transport, { era: 'legacy' }));
+    await within(client.connect(), kCallBound, 'connect');
+    await server.sessions.get(transport.sessionId!)!.close();
+    const settled = await within(Promise.allSettled([1, 2, 3].map((i) => client.callTool('echo', { text: `c${i}` }))), kCallBound, 'three echoes on a dropped session');
+    expect(settled.map((r) => (r.status === 'fulfilled' ? text(r.value) : `rejected: ${String(r.reason)}`))).toEqual(['c1', 'c2', 'c3']);
+    expect(server.log.filter((e) => e.body.includes('"method":"initialize"'))).toHaveLength(2);
+    await within(client.close(), 5_000, 'client.close()');
+    expect([...server.sessions.keys()]).toEqual([]); // every session the client opened was ended
+  });
+
   it('era auto: v1 has no server/discover, the client falls back to legacy', { timeout: kTestTimeout }, async () => {
     const server = await startV1Http();
     const client = track(new Client(new HttpClientTransport({ url: server.url }), { era: 'auto' }));
@@ -378,7 +510,7 @@ describe('official SDK v1 McpServer over v1 Streamable HTTP (stateful)', () => {
     expect(client.era).toBe('legacy');
     expect(server.log[0]?.body).toContain('server/discover');
     expect(server.log[0]?.status).toBe(400);
-    await exercise(client, 'HTTP v1 stateful (auto -> legacy)');
+    await exercise(client, 'HTTP v1 stateful (auto -> legacy)', process.pid);
   });
 });
 
@@ -396,15 +528,37 @@ describe('official SDK v2 McpServer behind createMcpHandler (2026-07-28)', () =>
       // No legacy handshake went over the wire.
       expect(server.log.some((e) => e.body.includes('"initialize"'))).toBe(false);
 
-      await exercise(client, `HTTP v2 createMcpHandler (${era})`);
+      await exercise(client, `HTTP v2 createMcpHandler (${era})`, process.pid);
 
       // Every request carried the 2026-07-28 header, and the cancel was the stream closing: no
       // notifications/cancelled was posted.
       for (const e of server.log) expect(e.headers['mcp-protocol-version']).toBe('2026-07-28');
       expect(server.log.some((e) => e.body.includes('notifications/cancelled'))).toBe(false);
-      const waitCall = server.log.find((e) => e.body.includes('"wait"'));
-      expect(waitCall?.closedEarly).toBe(true);
+      // The aborted waits' requests were closed by the client; the one that ran to its end was not.
+      const waits = server.log.filter((e) => e.body.includes('"name":"wait"'));
+      expect(waits.map((e) => e.closedEarly === true)).toEqual(waits.map((e) => e.body.includes('"ms":10000')));
+      expect(waits.filter((e) => e.closedEarly === true)).toHaveLength(3);
+      // The wait cancelled after its progress notification was an open SSE stream by then.
+      const streamed = waits.find((e) => e.body.includes('progressToken'));
+      expect(streamed?.headersSent).toBe(true);
+      expect(String(streamed?.responseHeaders?.['content-type'])).toContain('text/event-stream');
+      expect(streamed?.response).toContain('notifications/progress');
       expect(server.errors.filter((e) => !/abort|closed|cancel/i.test(e.message))).toEqual([]);
     });
   }
+
+  it('era legacy: the handler\'s stateless 2025 fallback also serves the client (list, call, cancel)', { timeout: kTestTimeout }, async () => {
+    const server = await startV2Http();
+    const transport = new HttpClientTransport({ url: server.url });
+    const client = track(new Client(transport, { era: 'legacy' }));
+    await within(client.connect(), kCallBound, 'connect');
+    expect(client.era).toBe('legacy');
+    expect(client.serverInfo).toMatchObject({ name: 'official-v2', version: '2.4.0' });
+    expect(transport.sessionId).toBeUndefined(); // stateless: no session
+    // Stateless: each POST has its own server instance, so the notifications/cancelled POST reaches
+    // an instance that never saw the call; what fires the tool's signal is the client closing the
+    // call's stream (the v2 legacy leg aborts on disconnect).
+    await exercise(client, 'HTTP v2 createMcpHandler stateless fallback (legacy)', process.pid);
+    expect(server.log.some((e) => e.body.includes('server/discover'))).toBe(false);
+  });
 });

@@ -53,6 +53,7 @@ export interface HttpEndpointOptions {
 }
 
 const kJson: readonly (readonly [string, string])[] = [['content-type', 'application/json']];
+const kAnonymous = Object.freeze({ ok: true as const, id: undefined });
 const kNamedMethods = new Set(['tools/call', 'resources/read', 'prompts/get']);
 const kLoopbackHosts = new Set(['localhost', '127.0.0.1', '[::1]']);
 
@@ -84,7 +85,7 @@ export class HttpEndpoint {
     const hosts = this.#o.allowedHostNames;
     if (hosts !== undefined) {
       const host = ex.header('host');
-      if (host === undefined || !hosts.has(hostName(host))) {
+      if (host === undefined || !this.#hostAllowed(hosts, host)) {
         this.#error(ex, 403, null, ErrorCode.InvalidRequest, 'Forbidden: Host not allowed');
         return;
       }
@@ -167,13 +168,14 @@ export class HttpEndpoint {
       return;
     }
     const accept = ex.header('accept');
-    const accepted = accept === undefined ? undefined : acceptedTypes(accept);
+    const accepted = accept === undefined ? undefined : this.#acceptedTypes(accept);
     const streams = accepted === undefined || accepted.has('text/event-stream') || accepted.has('text/*') || accepted.has('*/*');
     if (accepted !== undefined && !streams && !accepted.has('application/json') && !accepted.has('application/*')) {
       this.#error(ex, 406, null, ErrorCode.InvalidRequest, 'Not Acceptable: accept application/json or text/event-stream');
       return;
     }
-    const principal = await this.#principal(ex);
+    // Without an authenticate hook there is nothing to wait for.
+    const principal = this.#o.authenticate === undefined ? kAnonymous : await this.#principal(ex);
     if (ex.aborted) return;
     if (!principal.ok) return this.#error(ex, 401, null, ErrorCode.InvalidRequest, 'Unauthorized');
     const body = await ex.readBody(this.#o.maxBodyBytes);
@@ -285,7 +287,36 @@ export class HttpEndpoint {
   #scope(sessionId: string | undefined, principalId: string | undefined, ex: Exchange): string {
     if (sessionId !== undefined) return `session:${sessionId}`;
     if (principalId !== undefined) return `principal:${principalId}`;
-    return `ip:${clientBucket(this.#address(ex))}`;
+    const address = this.#address(ex);
+    // Keep-alive clients send request after request from one address: bucket it once.
+    if (address !== this.#lastAddress) {
+      this.#lastAddress = address;
+      this.#lastScope = `ip:${clientBucket(address)}`;
+    }
+    return this.#lastScope;
+  }
+
+  #lastAddress: string | undefined;
+  #lastScope = '';
+  #lastAccept: string | undefined;
+  #lastAccepted: Set<string> = new Set();
+  #lastHost: string | undefined;
+  #lastHostOk = false;
+
+  #acceptedTypes(accept: string): Set<string> {
+    if (accept !== this.#lastAccept) {
+      this.#lastAccept = accept;
+      this.#lastAccepted = acceptedTypes(accept);
+    }
+    return this.#lastAccepted;
+  }
+
+  #hostAllowed(hosts: ReadonlySet<string>, host: string): boolean {
+    if (host !== this.#lastHost) {
+      this.#lastHost = host;
+      this.#lastHostOk = hosts.has(hostName(host));
+    }
+    return this.#lastHostOk;
   }
 
   #error(ex: Exchange, status: number, id: JsonRpcId | null, code: number, message: string, data?: unknown): void {

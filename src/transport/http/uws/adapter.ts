@@ -3,18 +3,24 @@ import type { AdapterOptions, Listening } from '../adapter.js';
 import type { Exchange } from '../exchange.js';
 import { kRequestHeaders, kStatusText } from '../exchange.js';
 import { loadUws } from './load.js';
-import type { UwsResponse } from './load.js';
+import type { UwsRequest, UwsResponse } from './load.js';
 
 const kDecoder = new TextDecoder();
+const kWanted: ReadonlySet<string> = new Set(kRequestHeaders);
 
 /** uWebSockets.js adapter. Several threads may listen on one port (SO_REUSEPORT, Linux). */
 export function listenUws(options: AdapterOptions): Promise<Listening> {
   const uws = loadUws();
   const open = new Set<UwsExchange>();
   const app = uws.App().any('/*', (res, req) => {
-    const ex = new UwsExchange(res, req.getMethod().toUpperCase(), req.getUrl(), (name) => req.getHeader(name), options, open);
-    options.handler(ex);
+    options.handler(new UwsExchange(res, req, options, open));
   });
+  // One coarse sweep for body deadlines instead of a timer per request (they are seconds long).
+  const sweep = setInterval(() => {
+    const now = Date.now();
+    for (const ex of open) ex.checkDeadline(now);
+  }, Math.min(250, Math.max(10, options.bodyTimeoutMs / 4)));
+  sweep.unref();
   return new Promise((resolve, reject) => {
     app.listen(options.host, options.port, (socket) => {
       if (!socket) {
@@ -26,6 +32,7 @@ export function listenUws(options: AdapterOptions): Promise<Listening> {
         port: uws.us_socket_local_port(socket),
         get active() { return open.size; },
         abort: () => {
+          clearInterval(sweep);
           uws.us_listen_socket_close(socket);
           for (const ex of open) ex.forceClose();
           app.close?.();
@@ -37,6 +44,7 @@ export function listenUws(options: AdapterOptions): Promise<Listening> {
           const deadline = Date.now() + graceMs;
           while (open.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
           for (const ex of open) ex.forceClose();
+          clearInterval(sweep);
           app.close?.();
         },
       });
@@ -59,21 +67,22 @@ class UwsExchange implements Exchange {
   #complete = false;
   #tooLarge = false;
   #waiter: ((body: Uint8Array | 'too_large' | undefined) => void) | undefined;
-  #timer: ReturnType<typeof setTimeout> | undefined;
+  /** When the body must have arrived (0: no deadline). Checked by the adapter's sweep. */
+  #deadline = 0;
   #ended = false;
 
-  constructor(res: UwsResponse, method: string, url: string, header: (name: string) => string, options: AdapterOptions, open: Set<UwsExchange>) {
+  constructor(res: UwsResponse, req: UwsRequest, options: AdapterOptions, open: Set<UwsExchange>) {
     this.#res = res;
     this.#options = options;
     this.#open = open;
+    const method = req.getMethod().toUpperCase();
     this.method = method;
+    const url = req.getUrl();
     const q = url.indexOf('?');
     this.path = q === -1 ? url : url.slice(0, q);
-    // HttpRequest lives only in this synchronous call: copy what we need now.
-    for (const name of kRequestHeaders) {
-      const value = header(name);
-      if (value !== '') this.#headers.set(name, value);
-    }
+    // HttpRequest lives only in this synchronous call: copy what we need now, in one pass.
+    const headers = this.#headers;
+    req.forEach((name, value) => { if (kWanted.has(name)) headers.set(name, value); });
     this.remoteAddress = kDecoder.decode(res.getRemoteAddressAsText());
     open.add(this);
     res.onAborted(() => {
@@ -99,14 +108,11 @@ class UwsExchange implements Exchange {
         this.#chunks.push(Buffer.from(chunk.slice(0))); // the ArrayBuffer is detached after this call
         if (isLast) {
           this.#complete = true;
-          this.#settle(Buffer.concat(this.#chunks, this.#size));
+          this.#deadline = 0;
+          this.#settle(this.#body());
         }
       });
-      this.#timer = setTimeout(() => {
-        if (this.#complete || this.aborted) return;
-        this.respond(408, [], '', true);
-        this.#settle(undefined);
-      }, options.bodyTimeoutMs);
+      this.#deadline = Date.now() + options.bodyTimeoutMs;
     } else {
       this.#complete = true;
     }
@@ -127,12 +133,24 @@ class UwsExchange implements Exchange {
       this.#refuseTooLarge();
       return Promise.resolve('too_large');
     }
-    if (this.#complete) return Promise.resolve(Buffer.concat(this.#chunks, this.#size));
+    if (this.#complete) return Promise.resolve(this.#body());
     return new Promise((resolve) => { this.#waiter = resolve; });
   }
 
+  #body(): Uint8Array {
+    return this.#chunks.length === 1 ? this.#chunks[0] : Buffer.concat(this.#chunks, this.#size);
+  }
+
+  /** The adapter's sweep: a body still incomplete past its deadline gets 408. */
+  checkDeadline(now: number): void {
+    if (this.#deadline === 0 || now < this.#deadline || this.#complete || this.aborted) return;
+    this.#deadline = 0;
+    this.respond(408, [], '', true);
+    this.#settle(undefined);
+  }
+
   #settle(body: Uint8Array | 'too_large' | undefined): void {
-    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#deadline = 0;
     const waiter = this.#waiter;
     this.#waiter = undefined;
     this.#chunks = [];
@@ -186,7 +204,7 @@ class UwsExchange implements Exchange {
   }
 
   #finish(): void {
-    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#deadline = 0;
     this.#open.delete(this);
   }
 }

@@ -19,6 +19,7 @@ export interface UwsRequest {
   getMethod(): string;
   getUrl(): string;
   getHeader(name: string): string;
+  forEach(cb: (key: string, value: string) => void): void;
 }
 export interface UwsApp {
   any(pattern: string, handler: (res: UwsResponse, req: UwsRequest) => void): UwsApp;
