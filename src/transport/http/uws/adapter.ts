@@ -55,8 +55,8 @@ export function listenUws(options: AdapterOptions): Promise<Listening> {
 class UwsExchange implements Exchange {
   readonly method: string;
   readonly path: string;
-  readonly remoteAddress: string;
   aborted = false;
+  #remoteAddress: string | undefined;
   readonly #res: UwsResponse;
   readonly #headers = new Map<string, string>();
   readonly #options: AdapterOptions;
@@ -83,7 +83,6 @@ class UwsExchange implements Exchange {
     // HttpRequest lives only in this synchronous call: copy what we need now, in one pass.
     const headers = this.#headers;
     req.forEach((name, value) => { if (kWanted.has(name)) headers.set(name, value); });
-    this.remoteAddress = kDecoder.decode(res.getRemoteAddressAsText());
     open.add(this);
     res.onAborted(() => {
       this.aborted = true;
@@ -120,6 +119,14 @@ class UwsExchange implements Exchange {
 
   header(name: string): string | undefined {
     return this.#headers.get(name);
+  }
+
+  /** Read on first use (most requests are scoped by session): the response is valid until it ends. */
+  get remoteAddress(): string {
+    if (this.#remoteAddress === undefined) {
+      this.#remoteAddress = this.aborted || this.#ended ? '' : kDecoder.decode(this.#res.getRemoteAddressAsText());
+    }
+    return this.#remoteAddress;
   }
 
   onAbort(listener: () => void): void {
