@@ -6,9 +6,9 @@
  * every ratio compares figures from the same run. Sample responses are checked for a correct
  * JSON-RPC result before a server is measured. Results go to bench/results/.
  *
- * Scenarios here: S0 (calibration), S1 (tools/call echo), S4 (cancel → observed over HTTP).
- * Not built yet: S2 (session per call), S3 (pool vs inline CPU tools), S6 (open-loop soak),
- * S7 (two HTTP workers); S5 is `npm run bench:registry`.
+ * Scenarios: S0 calibration, S1 tools/call echo, S2 session per call, S3 CPU tools inline vs pool,
+ * S4 cancel → observed over HTTP, S6 open-loop soak (h2load), S7 two HTTP workers on both cores;
+ * S5 (the table) is `npm run bench:registry`, whose latest results are folded into the report.
  */
 import { execFileSync, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
@@ -19,6 +19,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const smoke = process.argv.includes('--smoke');
+/** A short full run to check the harness itself (not for figures). */
+const quick = process.argv.includes('--quick');
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const servers = join(root, 'bench', 'servers');
 const results = join(root, 'bench', 'results');
@@ -28,16 +30,17 @@ const pin = existsSync('/usr/bin/taskset') && cpus().length >= 2;
 interface Running { child: ChildProcess; port: number; pid: number }
 
 function ensureTools(): void {
-  const missing = ['wrk'].filter((t) => { try { execFileSync('which', [t]); return false; } catch { return true; } });
+  const packages: Record<string, string> = { wrk: 'wrk', h2load: 'nghttp2-client' };
+  const missing = Object.keys(packages).filter((t) => { try { execFileSync('which', [t]); return false; } catch { return true; } });
   if (missing.length === 0) return;
-  process.stderr.write(`bench: installing ${missing.join(', ')} (Debian packages)\n`);
+  process.stderr.write(`bench: installing ${missing.map((t) => packages[t]).join(', ')} (Debian packages)\n`);
   execFileSync('apt-get', ['update', '-qq'], { stdio: 'ignore' });
-  execFileSync('apt-get', ['install', '-y', '-qq', 'wrk'], { stdio: 'ignore' });
+  execFileSync('apt-get', ['install', '-y', '-qq', ...missing.map((t) => packages[t])], { stdio: 'ignore' });
 }
 
-async function start(script: string, args: string[] = []): Promise<Running> {
-  const cmd = pin ? 'taskset' : process.execPath;
-  const argv = pin ? ['-c', '1', process.execPath, join(servers, script), ...args] : [join(servers, script), ...args];
+async function start(script: string, args: string[] = [], pinned = true): Promise<Running> {
+  const cmd = pin && pinned ? 'taskset' : process.execPath;
+  const argv = pin && pinned ? ['-c', '1', process.execPath, join(servers, script), ...args] : [join(servers, script), ...args];
   const child = spawn(cmd, argv, { stdio: ['ignore', 'pipe', 'inherit'] });
   const port = await new Promise<number>((resolve, reject) => {
     let out = '';
@@ -99,16 +102,16 @@ function parseMs(text: string): number {
   return m[2] === 'us' ? v / 1000 : m[2] === 's' ? v * 1000 : v;
 }
 
-async function wrk(port: number, e: Endpoint, connections: number, seconds: number, serverPid: number): Promise<WrkResult> {
+async function wrk(port: number, e: Endpoint, connections: number, seconds: number, serverPid: number, pinned = true, threads = 1): Promise<WrkResult> {
   const script = join(work, `req-${port}.lua`);
   const headers = Object.entries(e.headers).map(([k, v]) => `wrk.headers[${JSON.stringify(k)}] = ${JSON.stringify(v)}`).join('\n');
   writeFileSync(script, `wrk.method = ${JSON.stringify(e.method)}\n${e.body === undefined ? '' : `wrk.body = ${JSON.stringify(e.body)}\n`}${headers}\n`);
   const url = `http://127.0.0.1:${port}${e.path}`;
-  const args = ['-t1', `-c${connections}`, `-d${seconds}s`, '--latency', '-s', script, url];
+  const args = [`-t${threads}`, `-c${connections}`, `-d${seconds}s`, '--latency', '-s', script, url];
   const cpu0 = pin ? cpuTimes(0) : [0, 1];
   const serverBefore = cpuSeconds(serverPid);
   const out = await new Promise<string>((resolve, reject) => {
-    const child = spawn(pin ? 'taskset' : 'wrk', pin ? ['-c', '0', 'wrk', ...args] : args);
+    const child = spawn(pin && pinned ? 'taskset' : 'wrk', pin && pinned ? ['-c', '0', 'wrk', ...args] : args);
     let text = '';
     child.stdout.on('data', (c: Buffer) => { text += c.toString(); });
     child.once('exit', (code) => (code === 0 ? resolve(text) : reject(new Error(`wrk exited ${code}: ${text}`))));
@@ -254,6 +257,117 @@ async function s4(samples: number): Promise<Latency[]> {
   return out;
 }
 
+/** S2: initialize → initialized → tools/call → DELETE, from a Node generator pinned to CPU 0. */
+async function s2(seconds: number, reps: number): Promise<{ label: string; lifecyclesPerSecond: number[]; p50ms: number[]; p99ms: number[]; errors: number }[]> {
+  const out = [
+    { label: 'Sluice (1 HTTP worker, sessions)', script: 'sluice-echo.mjs', args: ['sessions', '1'], lifecyclesPerSecond: [] as number[], p50ms: [] as number[], p99ms: [] as number[], errors: 0 },
+    { label: 'official SDK v1, stateful', script: 'sdk-v1.mjs', args: ['stateful'], lifecyclesPerSecond: [] as number[], p50ms: [] as number[], p99ms: [] as number[], errors: 0 },
+  ];
+  for (let rep = 0; rep < reps; rep++) {
+    for (const c of out) {
+      const s = await start(c.script, c.args);
+      try {
+        const driver = join(servers, 'lifecycle-driver.mjs');
+        const text = await new Promise<string>((resolve, reject) => {
+          const child = spawn(pin ? 'taskset' : process.execPath, pin ? ['-c', '0', process.execPath, driver, String(s.port), '16', String(seconds)] : [driver, String(s.port), '16', String(seconds)]);
+          let t = '';
+          child.stdout.on('data', (b: Buffer) => { t += b.toString(); });
+          child.once('exit', (code) => (code === 0 ? resolve(t) : reject(new Error(`lifecycle driver exited ${code}`))));
+        });
+        const r = JSON.parse(text) as { lifecycles: number; errors: number; p50ms: number; p99ms: number };
+        c.lifecyclesPerSecond.push(r.lifecycles / seconds);
+        c.p50ms.push(r.p50ms);
+        c.p99ms.push(r.p99ms);
+        c.errors += r.errors;
+      } finally {
+        await stop(s);
+      }
+    }
+  }
+  return out;
+}
+
+/** S3: a CPU tool of 50 µs / 1 ms / 10 ms, inline vs pool: latency at c=1 and throughput at c=8. */
+async function s3(seconds: number): Promise<{ us: number; mode: string; p50ms: number; p99ms: number; rps: number }[]> {
+  const s = await start('sluice-cpu.mjs');
+  const out: { us: number; mode: string; p50ms: number; p99ms: number; rps: number }[] = [];
+  try {
+    for (const us of [50, 1000, 10_000]) {
+      for (const mode of ['inline', 'pool']) {
+        const e: Endpoint = { path: '/mcp', method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: `cpu_${mode}`, arguments: { us } } }), headers: { 'content-type': 'application/json', accept: kAccept, 'mcp-protocol-version': '2025-11-25' } };
+        const sample = await post(s.port, e);
+        if (sample.status !== 200 || !sample.body.includes('"result"')) throw new Error(`S3 ${mode}: wrong sample ${sample.body.slice(0, 120)}`);
+        await wrk(s.port, e, 1, 1, s.pid);
+        const one = await wrk(s.port, e, 1, seconds, s.pid);
+        const many = await wrk(s.port, e, 8, seconds, s.pid);
+        out.push({ us, mode, p50ms: one.p50ms, p99ms: one.p99ms, rps: many.rps });
+      }
+    }
+  } finally {
+    await stop(s);
+  }
+  return out;
+}
+
+/** S6: open-loop load (h2load --rps) at a share of the S1 peak; latency, errors and RSS slope. */
+async function s6(peak: number, seconds: number): Promise<{ share: number; rate: number; meanMs: number; maxMs: number; failed: number; rssSlopeMbPerMin: number; rssStartMb: number; rssEndMb: number }[]> {
+  const out = [];
+  for (const share of [0.5, 0.8]) {
+    const s = await start('sluice-echo.mjs');
+    try {
+      const body = join(work, 'soak.json');
+      writeFileSync(body, echoBody(1));
+      const clients = 32;
+      const rate = Math.max(1, Math.floor((peak * share) / clients));
+      const rss: [number, number][] = [];
+      const t0 = Date.now();
+      const sampler = setInterval(() => {
+        const m = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${s.pid}/status`, 'utf8'));
+        if (m !== null) rss.push([(Date.now() - t0) / 60_000, Number(m[1]) / 1024]);
+      }, 1000);
+      const args = ['--h1', '-c', String(clients), '--rps', String(rate), '-D', String(seconds), '-d', body, '-H', 'content-type: application/json', '-H', `accept: ${kAccept}`, '-H', 'mcp-protocol-version: 2025-11-25', `http://127.0.0.1:${s.port}/mcp`];
+      const text = await new Promise<string>((resolve, reject) => {
+        const child = spawn(pin ? 'taskset' : 'h2load', pin ? ['-c', '0', 'h2load', ...args] : args);
+        let t = '';
+        child.stdout.on('data', (b: Buffer) => { t += b.toString(); });
+        child.once('exit', (code) => (code === 0 ? resolve(t) : reject(new Error(`h2load exited ${code}: ${t}`))));
+      });
+      clearInterval(sampler);
+      const req = /requests: (\d+) total, \d+ started, \d+ done, (\d+) succeeded, (\d+) failed, (\d+) errored/.exec(text);
+      const lat = /time for request:\s+(\S+)\s+(\S+)\s+(\S+)/.exec(text);
+      const n = rss.length;
+      const mx = rss.reduce((a, p) => a + p[0], 0) / Math.max(1, n);
+      const my = rss.reduce((a, p) => a + p[1], 0) / Math.max(1, n);
+      const slope = rss.reduce((a, p) => a + (p[0] - mx) * (p[1] - my), 0) / Math.max(1e-9, rss.reduce((a, p) => a + (p[0] - mx) ** 2, 0));
+      out.push({
+        share, rate: rate * clients,
+        meanMs: parseMs(lat?.[3] ?? ''), maxMs: parseMs(lat?.[2] ?? ''),
+        failed: Number(req?.[3] ?? 0) + Number(req?.[4] ?? 0),
+        rssSlopeMbPerMin: slope, rssStartMb: rss[0]?.[1] ?? NaN, rssEndMb: rss[n - 1]?.[1] ?? NaN,
+      });
+    } finally {
+      await stop(s);
+    }
+  }
+  return out;
+}
+
+/** S7: two HTTP workers sharing both cores with an unpinned wrk -t2: throughput and tail. */
+async function s7(seconds: number, reps: number): Promise<WrkResult[]> {
+  const runs: WrkResult[] = [];
+  for (let rep = 0; rep < reps; rep++) {
+    const s = await start('sluice-echo.mjs', ['nosessions', '2'], false);
+    try {
+      const e: Endpoint = { path: '/mcp', method: 'POST', body: echoBody(1), headers: { 'content-type': 'application/json', accept: kAccept, 'mcp-protocol-version': '2025-11-25' } };
+      await wrk(s.port, e, 64, 1, s.pid, false, 2);
+      runs.push(await wrk(s.port, e, 64, seconds, s.pid, false, 2));
+    } finally {
+      await stop(s);
+    }
+  }
+  return runs;
+}
+
 function pct(xs: number[], p: number): number {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
@@ -275,13 +389,18 @@ function svgBars(title: string, bars: { label: string; value: number }[], unit: 
 
 async function main(): Promise<void> {
   ensureTools();
-  const seconds = smoke ? 2 : 8;
-  const reps = smoke ? 1 : 3;
+  const seconds = smoke || quick ? 2 : 8;
+  const reps = smoke || quick ? 1 : 3;
   const rows: Row[] = [];
   const started = Date.now();
   if (!smoke) await s0(rows, seconds, reps);
   await s1(rows, seconds, reps, smoke ? [32] : [1, 32, 64], smoke ? contenders.slice(0, 2) : contenders);
   const latency = await s4(smoke ? 30 : 200);
+  const lifecycle = smoke ? [] : await s2(seconds, reps);
+  const cpu = smoke ? [] : await s3(4);
+  const peak = median(rows.find((r) => r.scenario === 'S1' && r.label === contenders[1].label && r.connections === (smoke ? 32 : 64))?.runs.map((r) => r.rps) ?? []);
+  const soak = smoke ? [] : await s6(peak, quick ? 5 : 60);
+  const twoWorkers = smoke ? [] : await s7(seconds, reps);
 
   const med = (label: string, c: number, pick: (r: WrkResult) => number) => median(rows.find((r) => r.scenario === 'S1' && r.label === label && r.connections === c)?.runs.map(pick) ?? []);
   const ceiling = contenders[0].label;
@@ -316,10 +435,16 @@ async function main(): Promise<void> {
       generatorBusy: Math.max(...r.runs.map((x) => x.generatorBusy)),
     })),
     cancel: latency.map((l) => ({ mode: l.mode, n: l.samples.length, p50ms: pct(l.samples, 50), p99ms: pct(l.samples, 99), p999ms: pct(l.samples, 99.9) })),
+    lifecycle: lifecycle.map((l) => ({ label: l.label, lifecyclesPerSecond: median(l.lifecyclesPerSecond), min: Math.min(...l.lifecyclesPerSecond), max: Math.max(...l.lifecyclesPerSecond), p50ms: median(l.p50ms), p99ms: median(l.p99ms), errors: l.errors })),
+    cpuTools: cpu,
+    soak,
+    twoWorkers: twoWorkers.length === 0 ? undefined : { rps: median(twoWorkers.map((r) => r.rps)), rpsMin: Math.min(...twoWorkers.map((r) => r.rps)), rpsMax: Math.max(...twoWorkers.map((r) => r.rps)), p99ms: median(twoWorkers.map((r) => r.p99ms)) },
+    registry: existsSync(join(results, 'registry-latest.json')) ? JSON.parse(readFileSync(join(results, 'registry-latest.json'), 'utf8')) as unknown : undefined,
     durationSeconds: Math.round((Date.now() - started) / 1000),
   };
   mkdirSync(results, { recursive: true });
-  const base = smoke ? 'http-smoke' : 'http';
+  // The full run is the report (<date>.md, latest.md, latest.json); the smoke run keeps its own files.
+  const base = smoke ? 'smoke' : quick ? 'quick' : 'http';
   writeFileSync(join(results, `${base}-${date}.json`), `${JSON.stringify(report, null, 2)}\n`);
   writeFileSync(join(results, `${base}-latest.json`), `${JSON.stringify(report, null, 2)}\n`);
   const lines = [
@@ -336,10 +461,35 @@ async function main(): Promise<void> {
     '| mode | n | p50 ms | p99 ms | p99.9 ms |', '|---|---:|---:|---:|---:|',
     ...report.cancel.map((c) => `| ${c.mode} | ${c.n} | ${c.p50ms?.toFixed(3)} | ${c.p99ms?.toFixed(3)} | ${c.p999ms?.toFixed(3)} |`),
     '', 'Polling and signal latencies inside one process are in registry-latest.md (`npm run bench:registry`).',
+    ...(lifecycle.length === 0 ? [] : [
+      '', '## Session per call (S2): initialize → initialized → tools/call → DELETE, 16 loops', '',
+      '| server | lifecycles/s (median) | min–max | p50 ms | p99 ms | errors |', '|---|---:|---:|---:|---:|---:|',
+      ...report.lifecycle.map((l) => `| ${l.label} | ${l.lifecyclesPerSecond.toFixed(0)} | ${l.min.toFixed(0)}–${l.max.toFixed(0)} | ${l.p50ms.toFixed(2)} | ${l.p99ms.toFixed(2)} | ${l.errors} |`),
+    ]),
+    ...(cpu.length === 0 ? [] : [
+      '', '## CPU tools inline vs pool (S3): latency at c=1, throughput at c=8 (one pool thread)', '',
+      '| tool CPU | mode | p50 ms (c=1) | p99 ms (c=1) | req/s (c=8) |', '|---:|---|---:|---:|---:|',
+      ...cpu.map((c) => `| ${c.us} µs | ${c.mode} | ${c.p50ms.toFixed(3)} | ${c.p99ms.toFixed(3)} | ${c.rps.toFixed(0)} |`),
+      '', `Pool dispatch overhead at 50 µs (p50, pool − inline): ${(((cpu.find((c) => c.us === 50 && c.mode === 'pool')?.p50ms ?? NaN) - (cpu.find((c) => c.us === 50 && c.mode === 'inline')?.p50ms ?? NaN)) * 1000).toFixed(0)} µs. Main-loop delay is not measured yet.`,
+    ]),
+    ...(soak.length === 0 ? [] : [
+      '', `## Open-loop soak (S6): h2load --rps at 50 % and 80 % of the S1 peak (${peak.toFixed(0)} req/s), ${quick ? 5 : 60} s each`, '',
+      '| load | req/s offered | mean ms | max ms | failed | RSS start → end MB | RSS slope MB/min |', '|---:|---:|---:|---:|---:|---:|---:|',
+      ...soak.map((x) => `| ${x.share * 100} % | ${x.rate} | ${x.meanMs.toFixed(2)} | ${x.maxMs.toFixed(2)} | ${x.failed} | ${x.rssStartMb.toFixed(1)} → ${x.rssEndMb.toFixed(1)} | ${x.rssSlopeMbPerMin.toFixed(2)} |`),
+    ]),
+    ...(report.twoWorkers === undefined ? [] : [
+      '', '## Two HTTP workers on both cores (S7): wrk -t2 -c64, nothing pinned', '',
+      `Throughput ${report.twoWorkers.rps.toFixed(0)} req/s (${report.twoWorkers.rpsMin.toFixed(0)}–${report.twoWorkers.rpsMax.toFixed(0)}), p99 ${report.twoWorkers.p99ms.toFixed(2)} ms. Requests per worker thread are not measured yet.`,
+    ]),
     '', `![S1 req/s at c=${smoke ? 32 : 64}](${base}-s1.svg)`, '',
   ];
   writeFileSync(join(results, `${base}-${date}.md`), `${lines.join('\n')}\n`);
   writeFileSync(join(results, `${base}-latest.md`), `${lines.join('\n')}\n`);
+  if (!smoke && !quick) {
+    writeFileSync(join(results, `${date}.md`), `${lines.join('\n')}\n`);
+    writeFileSync(join(results, 'latest.md'), `${lines.join('\n')}\n`);
+    writeFileSync(join(results, 'latest.json'), `${JSON.stringify(report, null, 2)}\n`);
+  }
   const c = smoke ? 32 : 64;
   writeFileSync(join(results, `${base}-s1.svg`), svgBars(`S1 tools/call echo, req/s at c=${c} (one server core)`, report.rows.filter((r) => r.scenario === 'S1' && r.connections === c).map((r) => ({ label: r.label, value: r.rps })), 'req/s'));
   process.stdout.write(`${lines.join('\n')}\n`);

@@ -1,8 +1,8 @@
-// S1: Sluice with one HTTP worker serving an echo tool (argv[2]: 'sessions' to turn legacy sessions on).
+// S1/S2/S7: Sluice serving an echo tool (argv[2]: 'sessions' to turn legacy sessions on; argv[3]: HTTP workers, default 1).
 import { createServer, defineTool } from '../../dist/src/index.js';
 const server = createServer({
   tools: new URL('./sluice-tools.mjs', import.meta.url),
-  port: 0, workers: 1, sessions: process.argv[2] === 'sessions', janitor: false,
+  port: 0, workers: Number(process.argv[3] ?? 1), sessions: process.argv[2] === 'sessions', janitor: false,
 }, { log: () => {} });
 const { port } = await server.listen();
 process.stdout.write(`READY ${port}\n`);
