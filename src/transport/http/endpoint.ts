@@ -54,6 +54,8 @@ export interface HttpEndpointOptions {
 
 const kJson: readonly (readonly [string, string])[] = [['content-type', 'application/json']];
 const kAnonymous = Object.freeze({ ok: true as const, id: undefined });
+const kBusy: readonly (readonly [string, string])[] = [['retry-after', '1'], ['content-type', 'application/json']];
+const kNone: readonly (readonly [string, string])[] = [];
 const kNamedMethods = new Set(['tools/call', 'resources/read', 'prompts/get']);
 const kLoopbackHosts = new Set(['localhost', '127.0.0.1', '[::1]']);
 
@@ -393,7 +395,9 @@ class HttpReply implements Reply {
     this.#session = session;
   }
 
-  #headers(base: readonly (readonly [string, string])[]): (readonly [string, string])[] {
+  #headers(base: readonly (readonly [string, string])[]): readonly (readonly [string, string])[] {
+    // The common reply (no worker header, no new session) reuses the constant list as is.
+    if (this.#worker.length === 0 && this.#session === undefined) return base;
     const headers = [...base, ...this.#worker];
     if (this.#session !== undefined) headers.push(['mcp-session-id', this.#session]);
     return headers;
@@ -423,13 +427,13 @@ class HttpReply implements Reply {
     if (this.#done || this.#ex.aborted) return;
     this.#done = true;
     if (this.#streaming) this.#ex.end();
-    else this.#ex.respond(202, this.#headers([]), '');
+    else this.#ex.respond(202, this.#headers(kNone), '');
   }
 
   busy(id: JsonRpcId): void {
     if (this.#done || this.#ex.aborted) return;
     this.#done = true;
-    this.#ex.respond(503, this.#headers([['retry-after', '1'], ...kJson]), errorBody(id, ErrorCode.InternalError, 'Server busy: too many requests in flight'));
+    this.#ex.respond(503, this.#headers(kBusy), errorBody(id, ErrorCode.InternalError, 'Server busy: too many requests in flight'));
   }
 
   /** The client went away (or a streamed write failed). */
