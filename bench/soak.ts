@@ -1,0 +1,149 @@
+/**
+ * `npm run bench:soak [-- --minutes N]` (default 10, outside CI): mixed load against a two-worker
+ * Sluice server on loopback — echo calls, long calls cancelled at random moments (legacy
+ * notifications/cancelled) and 2026-07-28 calls whose client disconnects at random — then a quiet
+ * period. Checks that in-flight rows return to zero and that RSS, once the heaps have grown to their
+ * working size (the first quarter of the run, at most 30 s), stays flat and ends near that level; writes
+ * bench/results/soak-latest.{md,json}. Every loop is bounded in time; only 127.0.0.1 is targeted.
+ */
+import { spawn } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { Agent, request } from 'node:http';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const minutesArg = process.argv.indexOf('--minutes');
+const minutes = minutesArg === -1 ? 10 : Number(process.argv[minutesArg + 1]);
+const concurrency = 32;
+
+interface Reply { status: number; body: string; headers: Record<string, string | string[] | undefined> }
+
+function send(port: number, body: string | undefined, headers: Record<string, string>, agent: Agent | false, signal?: AbortSignal, method = 'POST'): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path: '/mcp', method, agent, signal, headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString(), headers: res.headers }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+function rssMb(pid: number): number {
+  const m = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m === null ? NaN : Number(m[1]) / 1024;
+}
+
+async function metric(port: number, name: string): Promise<number> {
+  const text = await new Promise<string>((resolve, reject) => {
+    request({ host: '127.0.0.1', port, path: '/metrics', agent: false }, (res) => {
+      let t = '';
+      res.on('data', (c: Buffer) => { t += c.toString(); });
+      res.on('end', () => resolve(t));
+    }).on('error', reject).end();
+  });
+  return Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+}
+
+async function main(): Promise<void> {
+  const server = spawn(process.execPath, [join(root, 'bench', 'servers', 'sluice-soak.mjs')], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise<number>((resolve, reject) => {
+    let out = '';
+    server.stdout!.on('data', (c: Buffer) => { out += c.toString(); const m = /READY (\d+)/.exec(out); if (m !== null) resolve(Number(m[1])); });
+    server.once('exit', (code) => reject(new Error(`server exited ${code}`)));
+  });
+  const pid = server.pid!;
+  const counts = { echo: 0, cancelled: 0, disconnected: 0, errors: 0, wrong: 0 };
+  const rss: [number, number][] = [];
+  const t0 = Date.now();
+  const sampler = setInterval(() => rss.push([(Date.now() - t0) / 60_000, rssMb(pid)]), 5000);
+  // Warm up, then take the baseline.
+  const init = JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'soak', version: '1' } } });
+  await new Promise((r) => setTimeout(r, 2000));
+  const baselineRss = rssMb(pid);
+  const until = Date.now() + minutes * 60_000;
+  const warmupMs = Math.min(30_000, (minutes * 60_000) / 4);
+  let warmRss = NaN;
+  const warm = setTimeout(() => { warmRss = rssMb(pid); }, warmupMs);
+  let nextId = 1;
+  await Promise.all(Array.from({ length: concurrency }, async (_, loop) => {
+    const agent = new Agent({ keepAlive: true, maxSockets: 2 });
+    const session = String((await send(port, init, {}, agent)).headers['mcp-session-id']);
+    const legacy = { 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' };
+    while (Date.now() < until) {
+      const id = nextId++;
+      const kind = (id + loop) % 10;
+      try {
+        if (kind < 6) {
+          const r = await send(port, JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'echo', arguments: { text: `e${id}` } } }), legacy, agent);
+          if (!r.body.includes(`"e${id}"`)) counts.wrong++;
+          counts.echo++;
+        } else if (kind < 8) {
+          const call = send(port, JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'block', arguments: { ms: 5000 } } }), legacy, false);
+          await new Promise((r) => setTimeout(r, Math.random() * 20));
+          await send(port, JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason: 'soak' } }), legacy, agent);
+          const r = await call;
+          if (r.status !== 202 && r.status !== 200) counts.wrong++;
+          counts.cancelled++;
+        } else {
+          const ac = new AbortController();
+          const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
+          const call = send(port, JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'block', arguments: { ms: 5000 }, _meta: meta } }), { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'block' }, false, ac.signal).catch(() => undefined);
+          await new Promise((r) => setTimeout(r, Math.random() * 20));
+          ac.abort();
+          await call;
+          counts.disconnected++;
+        }
+      } catch {
+        counts.errors++;
+      }
+    }
+    agent.destroy();
+  }));
+  // Quiet period: tools stop, rows go, memory settles.
+  let inFlight = NaN;
+  for (let i = 0; i < 60; i++) {
+    inFlight = await metric(port, 'sluice_requests_in_flight');
+    if (inFlight === 0) break;
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  await new Promise((r) => setTimeout(r, 5000));
+  clearInterval(sampler);
+  clearTimeout(warm);
+  const endRss = rssMb(pid);
+  // RSS slope after the warm-up (MB per minute, least squares).
+  const after = rss.filter(([m]) => m * 60_000 >= warmupMs + 2000);
+  const mx = after.reduce((a, p) => a + p[0], 0) / Math.max(1, after.length);
+  const my = after.reduce((a, p) => a + p[1], 0) / Math.max(1, after.length);
+  const slope = after.reduce((a, p) => a + (p[0] - mx) * (p[1] - my), 0) / Math.max(1e-9, after.reduce((a, p) => a + (p[0] - mx) ** 2, 0));
+  const rows = await metric(port, 'sluice_cancellation_rows');
+  const killed = await metric(port, 'sluice_requests_killed_total');
+  const total = await metric(port, 'sluice_requests_total');
+  server.kill('SIGTERM');
+  await new Promise((r) => server.once('exit', r));
+  const report = {
+    date: new Date().toISOString(), minutes, concurrency, counts, requestsTotal: total, killed,
+    inFlightAfter: inFlight, cancellationRowsAfter: rows, startRssMb: baselineRss, warmRssMb: warmRss, endRssMb: endRss, rssSlopeMbPerMin: slope,
+    rssSamples: rss.map(([m, v]) => [Number(m.toFixed(2)), Number(v.toFixed(1))]),
+    ok: inFlight === 0 && counts.wrong === 0 && Math.abs(slope) < 5 && endRss <= warmRss + 25,
+  };
+  const results = join(root, 'bench', 'results');
+  mkdirSync(results, { recursive: true });
+  writeFileSync(join(results, 'soak-latest.json'), `${JSON.stringify(report, null, 2)}\n`);
+  const md = [
+    `# Soak (${minutes} min, ${concurrency} loops, 2 HTTP workers)`, '',
+    `- Date: ${report.date}; command: \`npm run bench:soak -- --minutes ${minutes}\``,
+    `- Calls: ${counts.echo} echo, ${counts.cancelled} cancelled by notifications/cancelled, ${counts.disconnected} cancelled by disconnect; ${counts.errors} transport errors, ${counts.wrong} wrong answers; ${total} requests in all, ${killed} killed`,
+    `- After a quiet period: in-flight rows ${inFlight}, cancellation rows ${rows} (cleared by the janitor's TTL later)`,
+    `- RSS: ${baselineRss.toFixed(1)} MB at start, ${warmRss.toFixed(1)} MB after the warm-up (${(warmupMs / 1000).toFixed(0)} s), ${endRss.toFixed(1)} MB at the end; slope after the warm-up ${slope.toFixed(2)} MB/min`,
+    `- Verdict: ${report.ok ? 'in-flight rows back to zero; RSS flat after the warm-up and back at its working level' : 'FAILED (see the JSON)'}`,
+  ];
+  writeFileSync(join(results, 'soak-latest.md'), `${md.join('\n')}\n`);
+  process.stdout.write(`${md.join('\n')}\n`);
+  if (!report.ok) process.exit(1);
+}
+
+await main();
