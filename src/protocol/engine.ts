@@ -49,6 +49,9 @@ export interface ClientResponse {
   readonly error: unknown;
 }
 
+/** Longest response text relayed between threads (a client's answer to one of our requests). */
+const kMaxRelayedResponse = 1024 * 1024;
+
 /** The output side of one request, provided by the transport (HTTP exchange, stdio line writer). */
 export interface Reply {
   /** Whether notifications can reach the client before the response (an SSE stream, stdio). */
@@ -91,7 +94,7 @@ export interface EngineConfig {
    * Hands a response to the thread whose request it answers (the client may POST it to any worker).
    * Absent: single-thread transports.
    */
-  readonly forwardResponse?: ((threadId: number, response: ClientResponse, scope: string) => void) | undefined;
+  readonly forwardResponse?: ((threadId: number, response: string, scope: string) => void) | undefined;
   /** Tells the other threads' engines that a list changed (HTTP workers: through the supervisor). */
   readonly broadcastListChanged?: ((kind: ListKind) => void) | undefined;
 }
@@ -308,6 +311,17 @@ export class Engine {
     });
   }
 
+  /** A relayed response (JSON text from another thread). */
+  handleRelayedResponse(text: string, scope: string): void {
+    let response: ClientResponse;
+    try {
+      response = JSON.parse(text) as ClientResponse;
+    } catch {
+      return;
+    }
+    if (response !== null && typeof response === 'object') this.handleResponse(response, scope);
+  }
+
   /** Drops a request that will never be answered (its run ended). */
   abandonClientRequest(id: string, error: Error): void {
     const pending = this.#pending.get(id);
@@ -327,7 +341,15 @@ export class Engine {
     if (m === null) return;
     const owner = Number(m[1]);
     if (owner !== threadId) {
-      this.config.forwardResponse?.(owner, { id, result: response.result, error: response.error }, scope);
+      // Relayed as bounded JSON text: a hostile answer (say, arrays nested thousands deep) must not
+      // become a structured clone another thread fails to handle.
+      let text: string;
+      try {
+        text = JSON.stringify({ id, result: response.result, error: response.error });
+      } catch {
+        return; // too deep to serialise: dropped, as any malformed answer is
+      }
+      if (text.length <= kMaxRelayedResponse) this.config.forwardResponse?.(owner, text, scope);
       return;
     }
     const pending = this.#pending.get(id);
@@ -636,6 +658,7 @@ class Run implements Running {
     if (this.ended || this.settled) return;
     this.ended = true; // the stream is gone: nothing more is written
     this.engine.config.registry.cancelRequest(this.handle, reason);
+    this.#abandonClientRequests();
     this.#armKill();
   }
 
@@ -691,7 +714,13 @@ class Run implements Running {
     if (this.ended || this.settled) return;
     this.ended = true;
     this.reply.cancelled();
+    this.#abandonClientRequests();
     this.#armKill();
+  }
+
+  /** A cancelled request will get no answers from its client: its tool stops waiting for them. */
+  #abandonClientRequests(): void {
+    for (const id of this.pendingRequests) this.engine.abandonClientRequest(id, new CancelledError(this.handle.reason ?? 'cancelled'));
   }
 
   #armKill(): void {

@@ -2,7 +2,6 @@ import { subscribe } from 'node:diagnostics_channel';
 import { parentPort, workerData } from 'node:worker_threads';
 import { collectCatalog } from '../catalog/catalog.js';
 import type { Authenticate } from '../transport/http/endpoint.js';
-import type { ClientResponse } from '../protocol/engine.js';
 import type { ListKind } from '../tools/context.js';
 import type { ResolvedOptions } from './options.js';
 import { startRuntime } from './runtime.js';
@@ -24,7 +23,7 @@ export type FromHttpWorker =
   | { type: 'event'; channel: string; message: unknown }
   | { type: 'log'; level: 'warn' | 'error'; message: string }
   | { type: 'closed' }
-  | { type: 'response'; target: number; response: ClientResponse; scope: string }
+  | { type: 'response'; target: number; response: string; scope: string }
   | { type: 'listChanged'; kind: ListKind };
 
 const kForwarded = ['sluice:request:cancelled', 'sluice:cancellation:cleanup', 'sluice:request:killed'];
@@ -60,9 +59,9 @@ export async function runHttpWorker(): Promise<void> {
       runtime.listening.abort();
       setTimeout(() => process.exit(70), 20);
     });
-    port.on('message', (message: { type: string; graceMs?: number; response?: ClientResponse; scope?: string; kind?: ListKind }) => {
-      if (message.type === 'response' && message.response !== undefined && message.scope !== undefined) {
-        runtime.engine.handleResponse(message.response, message.scope);
+    port.on('message', (message: { type: string; graceMs?: number; response?: unknown; scope?: unknown; kind?: ListKind }) => {
+      if (message.type === 'response' && typeof message.response === 'string' && typeof message.scope === 'string') {
+        runtime.engine.handleRelayedResponse(message.response, message.scope);
         return;
       }
       if (message.type === 'listChanged' && message.kind !== undefined) {

@@ -26,7 +26,7 @@ export interface ServerOptions {
   sessions?: boolean;
   /** Idle time after which a session expires (404). Default 30 minutes. */
   sessionIdleMs?: number;
-  /** Sessions held at once. Default 10 000. */
+  /** Sessions the shared table is sized for (it holds up to a third more before refusing new ones with 503). Default 10 000. */
   maxSessions?: number;
   /** Principal of a request (in-process form; in the module form, export `authenticate` from the tools module). */
   authenticate?: Authenticate;

@@ -1,7 +1,6 @@
 import { attachRegistry } from '../registry/index.js';
 import type { Registry, RegistryDescriptor } from '../registry/index.js';
 import { Engine } from '../protocol/engine.js';
-import type { ClientResponse } from '../protocol/engine.js';
 import type { ListKind } from '../tools/context.js';
 import { SessionStore } from '../sessions/store.js';
 import type { SessionStoreDescriptor } from '../sessions/store.js';
@@ -44,7 +43,7 @@ export interface RuntimeInput {
   readonly port: number;
   readonly log: (level: 'warn' | 'error', message: string) => void;
   /** Relays a client's response to the thread that asked (HTTP workers: through the supervisor). */
-  readonly forwardResponse?: ((threadId: number, response: ClientResponse, scope: string) => void) | undefined;
+  readonly forwardResponse?: ((threadId: number, response: string, scope: string) => void) | undefined;
   /** Tells the other threads that a list changed. */
   readonly broadcastListChanged?: ((kind: ListKind) => void) | undefined;
 }

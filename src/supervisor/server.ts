@@ -156,31 +156,13 @@ class SluiceServer implements Server {
     const threadId = worker.threadId;
     this.#workers.set(worker, threadId);
     return new Promise((resolve, reject) => {
-      let started = false;
+      const state = { started: false };
       worker.on('message', (message: FromHttpWorker) => {
-        switch (message.type) {
-          case 'listening':
-            started = true;
-            resolve(message.port);
-            break;
-          case 'failed':
-            reject(new SluiceError('listen_failed', `HTTP worker failed to start: ${message.message}`));
-            break;
-          case 'event':
-            channel(message.channel).publish(message.message);
-            break;
-          case 'log':
-            this.#log(message.level, message.message);
-            break;
-          case 'closed':
-            break;
-          case 'listChanged':
-            for (const other of this.#workers.keys()) if (other !== worker) other.postMessage({ type: 'listChanged', kind: message.kind });
-            break;
-          case 'response':
-            // A client answered a request of another worker's tool: hand it over.
-            for (const [other, id] of this.#workers) if (id === message.target) other.postMessage({ type: 'response', response: message.response, scope: message.scope });
-            break;
+        try {
+          this.#onWorkerMessage(worker, message, state, resolve, reject);
+        } catch (error) {
+          // The supervisor must outlive anything a worker relays.
+          this.#log('error', `sluice: could not handle a message from HTTP worker ${threadId}: ${String(error)}`);
         }
       });
       worker.on('error', (error) => {
@@ -193,7 +175,7 @@ class SluiceServer implements Server {
         this.#counters.threadExited(threadId);
         this.#sessions?.threadExited(threadId);
         this.registry.cleanup(Number.MAX_SAFE_INTEGER);
-        if (!started) {
+        if (!state.started) {
           reject(new SluiceError('listen_failed', `HTTP worker exited (code ${code}) before listening`));
           return;
         }
@@ -206,6 +188,34 @@ class SluiceServer implements Server {
         }
       });
     });
+  }
+
+  #onWorkerMessage(worker: Worker, message: FromHttpWorker, state: { started: boolean }, resolve: (port: number) => void, reject: (error: Error) => void): void {
+    switch (message.type) {
+      case 'listening':
+        state.started = true;
+        resolve(message.port);
+        break;
+      case 'failed':
+        reject(new SluiceError('listen_failed', `HTTP worker failed to start: ${message.message}`));
+        break;
+      case 'event':
+        channel(message.channel).publish(message.message);
+        break;
+      case 'log':
+        this.#log(message.level, message.message);
+        break;
+      case 'closed':
+        break;
+      case 'listChanged':
+        for (const other of this.#workers.keys()) if (other !== worker) other.postMessage({ type: 'listChanged', kind: message.kind });
+        break;
+      case 'response':
+        // A client answered a request of another worker's tool: hand it over (as text).
+        if (typeof message.response !== 'string') break;
+        for (const [other, id] of this.#workers) if (id === message.target) other.postMessage({ type: 'response', response: message.response, scope: message.scope });
+        break;
+    }
   }
 
   close(): Promise<void> {

@@ -75,15 +75,6 @@ export class HttpEndpoint {
   }
 
   handle(ex: Exchange): void {
-    if (ex.path !== this.#o.path) {
-      if (ex.path === '/metrics' && this.#o.metrics && ex.method === 'GET') {
-        const { registry, counters } = this.#engine.config;
-        ex.respond(200, [['content-type', 'text/plain; version=0.0.4']], prometheusText(registry.counters(), counters));
-        return;
-      }
-      this.#plain(ex, 404, 'not found');
-      return;
-    }
     const hosts = this.#o.allowedHostNames;
     if (hosts !== undefined) {
       const host = ex.header('host');
@@ -95,6 +86,16 @@ export class HttpEndpoint {
     const origin = ex.header('origin');
     if (origin !== undefined && !this.#originAllowed(origin)) {
       this.#error(ex, 403, null, ErrorCode.InvalidRequest, 'Forbidden: Origin not allowed');
+      return;
+    }
+    if (ex.path !== this.#o.path) {
+      // After the Host and Origin checks: metrics are no more open to a rebinding page than MCP is.
+      if (ex.path === '/metrics' && this.#o.metrics && ex.method === 'GET') {
+        const { registry, counters } = this.#engine.config;
+        ex.respond(200, [['content-type', 'text/plain; version=0.0.4']], prometheusText(registry.counters(), counters));
+        return;
+      }
+      this.#plain(ex, 404, 'not found');
       return;
     }
     switch (ex.method) {

@@ -117,8 +117,15 @@ export function serveStdio(engine: Engine, options: StdioOptions): Promise<void>
       }
     }
   });
-  input.once('end', () => { ended = true; settle(); });
-  input.once('close', () => { ended = true; settle(); });
+  // The input's end is the client's end: open listen streams finish, then the server does.
+  const inputEnded = () => {
+    if (ended) return;
+    ended = true;
+    engine.closeListeners();
+    settle();
+  };
+  input.once('end', inputEnded);
+  input.once('close', inputEnded);
   return done;
 }
 
