@@ -45,7 +45,6 @@ export class Client {
   readonly #transport: ClientTransport;
   readonly #options: ClientOptions;
   #era: 'legacy' | 'modern' | undefined;
-  #version: string | undefined;
   #nextId = 0;
   #connecting: Promise<void> | undefined;
   #serverInfo: unknown;
@@ -80,7 +79,6 @@ export class Client {
     if (era !== 'legacy') {
       this.#transport.setEra?.('modern', kModernVersion);
       this.#era = 'modern';
-      this.#version = kModernVersion;
       try {
         const discovered = await this.#raw('server/discover', {}, {});
         this.#serverInfo = (discovered._meta as Record<string, unknown> | undefined)?.['io.modelcontextprotocol/serverInfo'];
@@ -91,7 +89,6 @@ export class Client {
     }
     this.#transport.setEra?.('legacy', kLegacyVersions[0]);
     this.#era = 'legacy';
-    this.#version = undefined;
     await this.#initialize();
   }
 
@@ -103,7 +100,6 @@ export class Client {
     }, {});
     const version = typeof result.protocolVersion === 'string' ? result.protocolVersion : kLegacyVersions[0];
     if (!(kLegacyVersions as readonly string[]).includes(version)) throw new SluiceError('invalid_option', `the server speaks ${version}, which this client does not`);
-    this.#version = version;
     this.#serverInfo = result.serverInfo;
     this.#transport.setEra?.('legacy', version);
     await this.#transport.notify({ jsonrpc: '2.0', method: 'notifications/initialized' });

@@ -59,7 +59,6 @@ class UwsExchange implements Exchange {
   #remoteAddress: string | undefined;
   readonly #res: UwsResponse;
   readonly #headers = new Map<string, string>();
-  readonly #options: AdapterOptions;
   readonly #open: Set<UwsExchange>;
   #onAbort: (() => void) | undefined;
   #chunks: Buffer[] = [];
@@ -73,7 +72,6 @@ class UwsExchange implements Exchange {
 
   constructor(res: UwsResponse, req: UwsRequest, options: AdapterOptions, open: Set<UwsExchange>) {
     this.#res = res;
-    this.#options = options;
     this.#open = open;
     const method = req.getMethod().toUpperCase();
     this.method = method;
