@@ -142,6 +142,12 @@ function checkEcho(label: string, res: { status: number; body: string }): void {
 
 interface Contender { label: string; script: string; args?: string[]; endpoint: (port: number) => Promise<Endpoint> }
 
+/** A 2026-07-28 tools/call echo: per-request _meta and headers. */
+function modernEcho(): Endpoint {
+  const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'echo', arguments: { text: 'bench' }, _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {}, 'io.modelcontextprotocol/clientInfo': { name: 'bench', version: '1' } } } });
+  return { path: '/mcp', method: 'POST', body, headers: { 'content-type': 'application/json', accept: kAccept, 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'echo' } };
+}
+
 const legacyInit = JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'bench', version: '1' } } });
 
 const contenders: Contender[] = [
@@ -156,6 +162,14 @@ const contenders: Contender[] = [
   {
     label: 'official SDK v1, stateless', script: 'sdk-v1.mjs', args: ['stateless'],
     endpoint: async () => ({ path: '/mcp', method: 'POST', body: echoBody(1), headers: { 'content-type': 'application/json', accept: kAccept, 'mcp-protocol-version': '2025-11-25' } }),
+  },
+  {
+    label: 'Sluice, 2026-07-28 (1 HTTP worker)', script: 'sluice-echo.mjs',
+    endpoint: async () => modernEcho(),
+  },
+  {
+    label: 'official SDK v2 handler, 2026-07-28', script: 'sdk-v2.mjs',
+    endpoint: async () => modernEcho(),
   },
   {
     label: 'official SDK v1, stateful', script: 'sdk-v1.mjs', args: ['stateful'],
@@ -403,6 +417,7 @@ async function main(): Promise<void> {
   const twoWorkers = smoke ? [] : await s7(seconds, reps);
 
   const med = (label: string, c: number, pick: (r: WrkResult) => number) => median(rows.find((r) => r.scenario === 'S1' && r.label === label && r.connections === c)?.runs.map(pick) ?? []);
+  const byName = (label: string) => contenders.find((x) => x.label === label)!.label;
   const ceiling = contenders[0].label;
   const sluice = contenders[1].label;
   const ratios: Record<string, { median: number; min: number; max: number }> = {};
@@ -415,8 +430,9 @@ async function main(): Promise<void> {
   };
   for (const c of smoke ? [32] : [1, 32, 64]) {
     ratio(`Sluice / raw uWS ceiling, c=${c}`, sluice, ceiling, c);
-    ratio(`Sluice / SDK v1 stateful, c=${c}`, sluice, contenders[3].label, c);
-    ratio(`Sluice / SDK v1 stateless, c=${c}`, sluice, contenders[2].label, c);
+    ratio(`Sluice / SDK v1 stateful, c=${c}`, sluice, byName('official SDK v1, stateful'), c);
+    ratio(`Sluice / SDK v1 stateless, c=${c}`, sluice, byName('official SDK v1, stateless'), c);
+    ratio(`Sluice 2026-07-28 / SDK v2 handler 2026-07-28, c=${c}`, byName('Sluice, 2026-07-28 (1 HTTP worker)'), byName('official SDK v2 handler, 2026-07-28'), c);
   }
   const date = new Date().toISOString().slice(0, 10);
   const report = {
@@ -481,7 +497,8 @@ async function main(): Promise<void> {
       '', '## Two HTTP workers on both cores (S7): wrk -t2 -c64, nothing pinned', '',
       `Throughput ${report.twoWorkers.rps.toFixed(0)} req/s (${report.twoWorkers.rpsMin.toFixed(0)}–${report.twoWorkers.rpsMax.toFixed(0)}), p99 ${report.twoWorkers.p99ms.toFixed(2)} ms. Requests per worker thread are not measured yet.`,
     ]),
-    '', `![S1 req/s at c=${smoke ? 32 : 64}](${base}-s1.svg)`, '',
+    '', `![S1 req/s at c=${smoke ? 32 : 64}](${base}-s1.svg)`, '', `![S4 cancel latency](${base}-s4.svg)`, '',
+    ...(lifecycle.length === 0 ? [] : [`![S2 lifecycles](${base}-s2.svg)`, '', `![S3 CPU tools](${base}-s3.svg)`, '']),
   ];
   writeFileSync(join(results, `${base}-${date}.md`), `${lines.join('\n')}\n`);
   writeFileSync(join(results, `${base}-latest.md`), `${lines.join('\n')}\n`);
@@ -492,6 +509,13 @@ async function main(): Promise<void> {
   }
   const c = smoke ? 32 : 64;
   writeFileSync(join(results, `${base}-s1.svg`), svgBars(`S1 tools/call echo, req/s at c=${c} (one server core)`, report.rows.filter((r) => r.scenario === 'S1' && r.connections === c).map((r) => ({ label: r.label, value: r.rps })), 'req/s'));
+  if (report.lifecycle.length > 0) {
+    writeFileSync(join(results, `${base}-s2.svg`), svgBars('S2 session per call, lifecycles/s (one server core)', report.lifecycle.map((l) => ({ label: l.label, value: l.lifecyclesPerSecond })), '/s'));
+  }
+  writeFileSync(join(results, `${base}-s4.svg`), svgBars('S4 cancel → tool observed over HTTP, p50 ms', report.cancel.map((c) => ({ label: c.mode, value: c.p50ms })), 'ms'));
+  if (cpu.length > 0) {
+    writeFileSync(join(results, `${base}-s3.svg`), svgBars('S3 CPU tools, p50 ms at c=1', cpu.map((c) => ({ label: `${c.us} µs ${c.mode}`, value: c.p50ms })), 'ms'));
+  }
   process.stdout.write(`${lines.join('\n')}\n`);
   if (smoke) {
     // Fails only on a gross regression, as a ratio to the ceiling measured in the same run.
