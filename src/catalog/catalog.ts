@@ -1,3 +1,5 @@
+import { resolve as resolvePath } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { SluiceError } from '../errors.js';
 import type { Tool } from '../tools/define.js';
 import type { Prompt } from './prompts.js';
@@ -35,4 +37,16 @@ function unique(what: string, keys: string[]): void {
     if (seen.has(k)) throw new SluiceError('invalid_option', `two ${what}s are named ${k}`);
     seen.add(k);
   }
+}
+
+/** A tools module named by URL or path, as a URL string every thread can import. */
+export function toolsModuleUrl(spec: string | URL): string {
+  const text = spec instanceof URL ? spec.href : spec;
+  return /^[a-z]+:/i.test(text) ? text : pathToFileURL(resolvePath(text)).href;
+}
+
+/** Imports a tools module: its catalog (default export, else `tools`, else the module) and its exports. */
+export async function importToolsModule(url: string): Promise<{ catalog: Catalog; exports: Record<string, unknown> }> {
+  const exports = (await import(url)) as Record<string, unknown>;
+  return { catalog: collectCatalog(exports.default ?? exports.tools ?? exports), exports };
 }

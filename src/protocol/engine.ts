@@ -206,11 +206,6 @@ export class Engine {
     return (era === 'modern' ? this.#modern : this.#legacy).has(method);
   }
 
-  /** The tool a tools/call names, if any (for transports that check Mcp-Name). */
-  tool(name: string): Tool | undefined {
-    return this.#tools.get(name);
-  }
-
   /** Serves one request. Returns a handle for the transport, or undefined if it already ended. */
   handleRequest(id: JsonRpcId, method: string, params: Record<string, unknown> | undefined, info: RequestInfo, reply: Reply): Running | undefined {
     const { registry, counters } = this.config;

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { KeyScratch, Roster, ShmTable, kLive, kStateMask } from '../../native-free-shm/index.js';
+import { KeyScratch, Roster, ShmTable, kIdentityMask, kLive, kStateMask } from '../../native-free-shm/index.js';
 import type { RosterDescriptor, RosterMember, TableDescriptor } from '../../native-free-shm/index.js';
 
 /** Session ids: 128 random bits as 32 hex characters. */
@@ -109,7 +109,7 @@ export class SessionStore {
   setLogLevel(found: SessionLookup, level: number): void {
     if (!found.ok) return;
     const t = this.#table;
-    if (((t.ctl(found.slot) ^ found.ctl) & ~0xc) !== 0) return; // the session is gone
+    if (((t.ctl(found.slot) ^ found.ctl) & kIdentityMask) !== 0) return; // the session is gone
     Atomics.store(t.i32, t.valueIndex(found.slot) + kVLogLevel, level);
   }
 

@@ -1,6 +1,7 @@
 import { subscribe } from 'node:diagnostics_channel';
+import { cancellationCleanupChannel, requestCancelledChannel, requestKilledChannel, requestStopChannel } from '../telemetry/channels.js';
 import { parentPort, workerData } from 'node:worker_threads';
-import { collectCatalog } from '../catalog/catalog.js';
+import { importToolsModule } from '../catalog/catalog.js';
 import type { Authenticate } from '../transport/http/endpoint.js';
 import type { ListKind } from '../tools/context.js';
 import type { ResolvedOptions } from './options.js';
@@ -26,7 +27,7 @@ export type FromHttpWorker =
   | { type: 'response'; target: number; response: string; scope: string }
   | { type: 'listChanged'; kind: ListKind };
 
-const kForwarded = ['sluice:request:cancelled', 'sluice:cancellation:cleanup', 'sluice:request:killed'];
+const kForwarded = [requestCancelledChannel.name, cancellationCleanupChannel.name, requestKilledChannel.name].map(String);
 
 /** Entry of an HTTP worker thread (workers/http-worker.ts calls it). */
 export async function runHttpWorker(): Promise<void> {
@@ -35,12 +36,11 @@ export async function runHttpWorker(): Promise<void> {
   const data = workerData as HttpWorkerData;
   const send = (message: FromHttpWorker) => port.postMessage(message);
   // diagnostics_channel is per thread: forward what a supervisor-side subscriber should see.
-  const forwarded = data.options.forwardRequestStop ? [...kForwarded, 'sluice:request:stop'] : kForwarded;
+  const forwarded = data.options.forwardRequestStop ? [...kForwarded, String(requestStopChannel.name)] : kForwarded;
   for (const channel of forwarded) subscribe(channel, (message) => send({ type: 'event', channel, message }));
   try {
-    const mod = (await import(data.toolsModule)) as Record<string, unknown>;
-    const catalog = collectCatalog(mod.default ?? mod.tools ?? mod);
-    const authenticate = typeof mod.authenticate === 'function' ? (mod.authenticate as Authenticate) : undefined;
+    const { catalog, exports } = await importToolsModule(data.toolsModule);
+    const authenticate = typeof exports.authenticate === 'function' ? (exports.authenticate as Authenticate) : undefined;
     const runtime = await startRuntime({
       shared: data.shared,
       options: data.options,

@@ -1,15 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { channel } from 'node:diagnostics_channel';
 import { createServer as createNetServer } from 'node:net';
-import { resolve as resolvePath } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { SluiceError } from '../errors.js';
 import { createRegistry } from '../registry/index.js';
 import type { Registry } from '../registry/index.js';
 import { SessionStore } from '../sessions/store.js';
 import { ServerCounters } from '../telemetry/counters.js';
-import { collectCatalog } from '../catalog/catalog.js';
+import { collectCatalog, toolsModuleUrl } from '../catalog/catalog.js';
 import type { Catalog } from '../catalog/catalog.js';
 import type { ListKind } from '../tools/context.js';
 import type { FromHttpWorker, HttpWorkerData } from './http-worker.js';
@@ -58,8 +56,7 @@ export function createServer(options: ServerOptions, hooks: ServerHooks = {}): S
   let catalog: Catalog | undefined;
   let toolsModule: string | undefined;
   if (typeof options.tools === 'string' || options.tools instanceof URL) {
-    const spec = options.tools instanceof URL ? options.tools.href : options.tools;
-    toolsModule = /^[a-z]+:/i.test(spec) ? spec : pathToFileURL(resolvePath(spec)).href;
+    toolsModule = toolsModuleUrl(options.tools);
   } else if (Array.isArray(options.tools)) {
     catalog = collectCatalog(options.tools);
     const count = catalog.tools.length + catalog.resources.length + catalog.templates.length + catalog.prompts.length;

@@ -1,12 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import type { Readable, Writable } from 'node:stream';
-import { resolve as resolvePath } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { SluiceError } from '../errors.js';
 import { Engine } from '../protocol/engine.js';
 import { createRegistry } from '../registry/index.js';
 import { ServerCounters } from '../telemetry/counters.js';
-import { collectCatalog } from '../catalog/catalog.js';
+import { collectCatalog, importToolsModule, toolsModuleUrl } from '../catalog/catalog.js';
 import type { Catalog } from '../catalog/catalog.js';
 import { ToolPool } from '../tools/pool.js';
 import { serveStdio } from '../transport/stdio/stdio.js';
@@ -29,10 +27,8 @@ export async function serveStdioServer(options: StdioServerOptions): Promise<voi
   let catalog: Catalog;
   let toolsModule: string | undefined;
   if (typeof options.tools === 'string' || options.tools instanceof URL) {
-    const spec = options.tools instanceof URL ? options.tools.href : options.tools;
-    toolsModule = /^[a-z]+:/i.test(spec) ? spec : pathToFileURL(resolvePath(spec)).href;
-    const mod = (await import(toolsModule)) as Record<string, unknown>;
-    catalog = collectCatalog(mod.default ?? mod.tools ?? mod);
+    toolsModule = toolsModuleUrl(options.tools);
+    catalog = (await importToolsModule(toolsModule)).catalog;
   } else if (Array.isArray(options.tools)) {
     catalog = collectCatalog(options.tools);
   } else {

@@ -1,7 +1,7 @@
 import { attachRegistry } from '../registry/index.js';
 import type { Registry, RegistryDescriptor } from '../registry/index.js';
 import { ToolContext } from './context.js';
-import { collectCatalog } from '../catalog/catalog.js';
+import { importToolsModule } from '../catalog/catalog.js';
 import { toCallToolResult } from './define.js';
 import type { CallToolResult, Tool } from './define.js';
 import type { PoolTask } from './pool.js';
@@ -12,7 +12,7 @@ let tools: Promise<Map<string, Tool>> | undefined;
 /** Inside a pool thread: load the tools module once, adopt the request's row, run the handler. */
 export async function runPoolTask(data: { toolsModule: string; registry: RegistryDescriptor }, task: PoolTask): Promise<CallToolResult> {
   registry ??= attachRegistry(data.registry);
-  tools ??= import(data.toolsModule).then((m: Record<string, unknown>) => new Map(collectCatalog(m.default ?? m.tools ?? m).tools.map((t) => [t.name, t])));
+  tools ??= importToolsModule(data.toolsModule).then(({ catalog }) => new Map(catalog.tools.map((t) => [t.name, t])));
   const tool = (await tools).get(task.name);
   if (tool === undefined) throw new Error(`the pool's tools module has no tool named ${task.name}`);
   const port = task.progress;
