@@ -213,6 +213,19 @@ export class Roster {
     return total;
   }
 
+  /**
+   * Counter `k` of every entry that has ever counted, by entry index. An entry outlives its thread:
+   * a thread that joins later may reuse it and keeps counting from there, so each value only grows.
+   */
+  perEntry(k: number): Array<{ entry: number; value: number }> {
+    const out: Array<{ entry: number; value: number }> = [];
+    for (let i = 0; i < this.#capacity; i++) {
+      const value = this.#f64[i * this.#counterStride + k];
+      if (value !== 0) out.push({ entry: i, value });
+    }
+    return out;
+  }
+
   get counterCount(): number {
     return this.#counterCount;
   }

@@ -139,6 +139,8 @@ export class Engine {
   readonly #capabilities: Record<string, unknown>;
   readonly #modernCapabilities: Record<string, unknown>;
   readonly sealer: RequestStateSealer;
+  /** `"resultType":"complete","_meta":{serverInfo}}`: the end of every plain modern result. */
+  readonly #modernTail: string;
   /** Requests sent to clients, awaiting their responses. Ids name this thread: `s<threadId>-<n>`. */
   readonly #pending = new Map<string, PendingClientRequest>();
   #nextRequest = 0;
@@ -147,6 +149,7 @@ export class Engine {
   constructor(config: EngineConfig) {
     this.config = config;
     this.sealer = new RequestStateSealer(config.stateKey);
+    this.#modernTail = `"resultType":"complete","_meta":${JSON.stringify({ [kMetaServerInfo]: config.serverInfo })}}`;
     const { catalog } = config;
     for (const tool of catalog.tools) this.#tools.set(tool.name, tool);
     for (const r of catalog.resources) this.#resources.set(r.uri, r);
@@ -359,16 +362,25 @@ export class Engine {
   }
 
   /** Result decoration the modern era requires on every result (and the shape of an input-required one). */
-  decorate(run: Run, result: Record<string, unknown>): Record<string, unknown> {
+  /**
+   * The JSON of a request's result as the era wants it: 2026-07-28 results carry `resultType` and
+   * the server's info in `_meta`. The common modern case (no `_meta` of its own) appends a tail
+   * serialised once, instead of copying the result into a new object on every request.
+   */
+  resultJson(run: Run, result: Record<string, unknown>): string {
     if (isInputRequired(result)) {
       if (run.info.era !== 'modern') throw new ProtocolError(ErrorCode.InternalError, 'an input-required result needs the 2026-07-28 protocol');
       const out: Record<string, unknown> = { resultType: 'input_required', inputRequests: result.inputRequests };
       if (result.state !== undefined) out.requestState = this.sealer.seal(result.state, run.method, run.target);
-      return { ...out, _meta: { [kMetaServerInfo]: this.config.serverInfo } };
+      return JSON.stringify({ ...out, _meta: { [kMetaServerInfo]: this.config.serverInfo } });
     }
-    if (run.info.era !== 'modern') return result;
+    if (run.info.era !== 'modern') return JSON.stringify(result);
+    if (result._meta === undefined && result.resultType === undefined) {
+      const json = JSON.stringify(result);
+      return json === '{}' ? `{${this.#modernTail}` : `${json.slice(0, -1)},${this.#modernTail}`;
+    }
     const meta = (result._meta !== null && typeof result._meta === 'object' ? result._meta : {}) as Record<string, unknown>;
-    return { ...result, resultType: 'complete', _meta: { ...meta, [kMetaServerInfo]: this.config.serverInfo } };
+    return JSON.stringify({ ...result, resultType: 'complete', _meta: { ...meta, [kMetaServerInfo]: this.config.serverInfo } });
   }
 
   #initialize(params: Record<string, unknown> | undefined): Record<string, unknown> {
@@ -622,7 +634,7 @@ class Run implements Running {
     if (!this.ended) {
       let body: string;
       try {
-        body = resultBody(this.id, this.engine.decorate(this, result));
+        body = resultBody(this.id, this.engine.resultJson(this, result));
       } catch (error) {
         this.fail(error);
         return;

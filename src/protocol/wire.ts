@@ -47,9 +47,9 @@ export function errorBody(id: JsonRpcId | null, code: number, message: string, d
   return `{"jsonrpc":"2.0","id":${id === null ? 'null' : JSON.stringify(id)},"error":${JSON.stringify(error)}}`;
 }
 
-/** Serialises a JSON-RPC result response from an already-built result object. */
-export function resultBody(id: JsonRpcId, result: unknown): string {
-  return `{"jsonrpc":"2.0","id":${typeof id === 'number' ? id : JSON.stringify(id)},"result":${JSON.stringify(result)}}`;
+/** Wraps an already-serialised result (`resultJson`) in a JSON-RPC response. */
+export function resultBody(id: JsonRpcId, resultJson: string): string {
+  return `{"jsonrpc":"2.0","id":${typeof id === 'number' ? id : JSON.stringify(id)},"result":${resultJson}}`;
 }
 
 export function notificationBody(method: string, params: unknown): string {

@@ -43,6 +43,11 @@ export class ServerCounters {
     return this.#roster.sum(counter);
   }
 
+  /** Counter values per thread block (entry index), for spotting an uneven spread across workers. */
+  perThread(counter: Counter): Array<{ entry: number; value: number }> {
+    return this.#roster.perEntry(counter);
+  }
+
   /** Frees this thread's block when the thread `threadId` is gone (its counts stay in the sums). */
   threadExited(threadId: number): void {
     this.#roster.release(threadId);
@@ -56,6 +61,10 @@ export function prometheusText(registry: RegistryCounters, server: ServerCounter
     lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, `${name} ${value}`);
   };
   metric('sluice_requests_total', 'counter', 'JSON-RPC requests received (notifications excluded).', server.sum(Counter.Requests));
+  // Per counter block: one per thread that has served requests. A replacement thread may take over
+  // a dead thread's block and count on from its value, so every series stays monotonic.
+  lines.push('# HELP sluice_thread_requests_total JSON-RPC requests received, per HTTP worker thread block.', '# TYPE sluice_thread_requests_total counter');
+  for (const { entry, value } of server.perThread(Counter.Requests)) lines.push(`sluice_thread_requests_total{block="${entry}"} ${value}`);
   metric('sluice_requests_in_flight', 'gauge', 'Requests being served now, across every thread.', registry.inFlight);
   metric('sluice_requests_refused_total', 'counter', 'Requests refused with 503 because the in-flight table was full.', server.sum(Counter.Busy));
   metric('sluice_requests_killed_total', 'counter', 'Cancelled requests whose tool was still running after streamCancelTimeout.', server.sum(Counter.Killed));

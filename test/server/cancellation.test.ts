@@ -217,5 +217,10 @@ describe('bounds and metrics', () => {
       expect(text).toMatch(new RegExp(`^${name} \\d+$`, 'm'));
     }
     expect(text).toMatch(/^sluice_requests_total [2-9]$/m); // initialize + tools/call at least
+    // The per-thread series add up to the total (the fetch of /metrics itself is no JSON-RPC request).
+    const total = Number(/^sluice_requests_total (\d+)$/m.exec(text)![1]);
+    const perThread = [...text.matchAll(/^sluice_thread_requests_total\{block="(\d+)"\} (\d+)$/gm)];
+    expect(perThread.length).toBeGreaterThan(0);
+    expect(perThread.reduce((a, m) => a + Number(m[2]), 0)).toBe(total);
   });
 });

@@ -6,6 +6,24 @@ import { loadUws } from './load.js';
 import type { UwsRequest, UwsResponse } from './load.js';
 
 const kDecoder = new TextDecoder();
+/**
+ * The last peer address seen by this thread, binary and as text: keep-alive clients send request
+ * after request from one address, and comparing ≤ 16 bytes is cheaper than formatting them again.
+ */
+let lastAddress = new Uint8Array(0);
+let lastAddressText = '';
+
+function addressText(res: UwsResponse): string {
+  const bytes = new Uint8Array(res.getRemoteAddress());
+  if (bytes.length === lastAddress.length) {
+    let i = 0;
+    while (i < bytes.length && bytes[i] === lastAddress[i]) i++;
+    if (i === bytes.length) return lastAddressText;
+  }
+  lastAddress = bytes;
+  lastAddressText = kDecoder.decode(res.getRemoteAddressAsText());
+  return lastAddressText;
+}
 const kWanted: ReadonlySet<string> = new Set(kRequestHeaders);
 
 /** uWebSockets.js adapter. Several threads may listen on one port (SO_REUSEPORT, Linux). */
@@ -122,7 +140,7 @@ class UwsExchange implements Exchange {
   /** Read on first use (most requests are scoped by session): the response is valid until it ends. */
   get remoteAddress(): string {
     if (this.#remoteAddress === undefined) {
-      this.#remoteAddress = this.aborted || this.#ended ? '' : kDecoder.decode(this.#res.getRemoteAddressAsText());
+      this.#remoteAddress = this.aborted || this.#ended ? '' : addressText(this.#res);
     }
     return this.#remoteAddress;
   }

@@ -13,6 +13,7 @@ export interface UwsResponse {
   end(body?: string, closeConnection?: boolean): UwsResponse;
   endWithoutBody(reportedContentLength?: number, closeConnection?: boolean): UwsResponse;
   close(): UwsResponse;
+  getRemoteAddress(): ArrayBuffer;
   getRemoteAddressAsText(): ArrayBuffer;
 }
 export interface UwsRequest {
