@@ -304,7 +304,7 @@ export class Registry {
     }
     if (Atomics.load(state, kStRows) >= this.maxRows) this.#reclaim(false);
     const text = sanitizeReason(reason);
-    const reasonLength = text === undefined ? -1 : this.#encoder.encodeInto(text, this.#reasonBytes).written;
+    const reasonLength = text === undefined ? -1 : this.#encodeReason(text);
     const table = this.#cancels;
     const key = enc.key;
     const hash = enc.hash;
@@ -354,6 +354,26 @@ export class Registry {
       requestCancelledChannel.publish(event);
     }
     return kOk;
+  }
+
+  /**
+   * UTF-8 of a sanitised reason into the scratch buffer; returns its length. Short ASCII reasons (the
+   * usual "client disconnected", "timeout") are copied in a loop: `encodeInto` is a call into C++
+   * that costs more than the copy, on the path that ends in raising the flag.
+   */
+  #encodeReason(text: string): number {
+    const bytes = this.#reasonBytes;
+    const n = text.length;
+    if (n <= 64) {
+      let i = 0;
+      for (; i < n; i++) {
+        const c = text.charCodeAt(i);
+        if (c >= 0x80) break;
+        bytes[i] = c;
+      }
+      if (i === n) return n;
+    }
+    return this.#encoder.encodeInto(text, bytes).written;
   }
 
   /** True when a cancellation row exists for (scope, id). */
