@@ -1,0 +1,139 @@
+/**
+ * `npm run bench:profile`: CPU profiles (`node --cpu-prof`) of the paths behind the SPEC §7 targets
+ * that are missed or close, summarised as their top frames in bench/results/profiles.md.
+ *
+ * - table lookups and insert+delete: `bench/registry.js --phase lookups|insert-delete`;
+ * - cancel → observed, polling: `bench/registry.js --phase latency`;
+ * - tools/call echo over HTTP at 2025-11-25 and 2026-07-28: the HTTP worker thread of
+ *   bench/servers/sluice-echo.mjs under wrk (server on CPU 1, wrk on CPU 0).
+ *
+ * Self time is where the samples landed; inclusive time counts a frame once per sample it is on
+ * the stack of. "(idle)" in the HTTP worker is time spent outside JavaScript: in uWS's event loop,
+ * the kernel's socket calls and waiting for the next request.
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const results = join(root, 'bench', 'results');
+const pin = existsSync('/usr/bin/taskset') && cpus().length >= 2;
+const kTop = 12;
+
+interface CpuProfile {
+  nodes: { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; children?: number[] }[];
+  samples: number[];
+  timeDeltas: number[];
+}
+
+interface Frame { name: string; selfPct: number; totalPct: number }
+
+/** Self and inclusive shares of the top frames of one profile. */
+function topFrames(file: string): { frames: Frame[]; totalMs: number } {
+  const p = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
+  const byId = new Map(p.nodes.map((n) => [n.id, n]));
+  const parent = new Map<number, number>();
+  for (const n of p.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const label = (id: number): string => {
+    const f = byId.get(id)!.callFrame;
+    const file = f.url === '' ? '' : ` ${f.url.slice(f.url.lastIndexOf('/') + 1)}:${f.lineNumber + 1}`;
+    return `${f.functionName === '' ? '(anonymous)' : f.functionName}${file}`;
+  };
+  const self = new Map<string, number>();
+  const total = new Map<string, number>();
+  let all = 0;
+  p.samples.forEach((id, i) => {
+    const dt = p.timeDeltas[i] ?? 0;
+    all += dt;
+    const own = label(id);
+    self.set(own, (self.get(own) ?? 0) + dt);
+    const seen = new Set<string>();
+    for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
+      const name = label(at);
+      if (name.startsWith('(root)') || seen.has(name)) continue;
+      seen.add(name);
+      total.set(name, (total.get(name) ?? 0) + dt);
+    }
+  });
+  const frames = [...self.entries()].sort((a, b) => b[1] - a[1]).slice(0, kTop)
+    .map(([name, t]) => ({ name, selfPct: (t / all) * 100, totalPct: ((total.get(name) ?? t) / all) * 100 }));
+  return { frames, totalMs: all / 1000 };
+}
+
+function newestProfile(dir: string, pickLargest = false): string {
+  const files = readdirSync(dir).filter((f) => f.endsWith('.cpuprofile')).map((f) => join(dir, f));
+  if (files.length === 0) throw new Error(`no profile written in ${dir}`);
+  // The HTTP worker thread's profile is the largest: it ran every request.
+  return files.sort((a, b) => (pickLargest ? statSync(b).size - statSync(a).size : statSync(b).mtimeMs - statSync(a).mtimeMs))[0];
+}
+
+function profilePhase(phase: string): { file: string; output: string } {
+  const dir = mkdtempSync(join(tmpdir(), `sluice-prof-${phase}-`));
+  const args = ['--cpu-prof', `--cpu-prof-dir=${dir}`, '--cpu-prof-interval', '100', join(root, 'dist', 'bench', 'registry.js'), '--phase', phase];
+  const output = execFileSync(pin ? 'taskset' : process.execPath, pin ? ['-c', '1', process.execPath, ...args] : args, { encoding: 'utf8' });
+  return { file: newestProfile(dir), output };
+}
+
+async function profileHttp(era: 'legacy' | 'modern'): Promise<{ file: string; rps: number }> {
+  const dir = mkdtempSync(join(tmpdir(), `sluice-prof-http-${era}-`));
+  const server = join(root, 'bench', 'servers', 'sluice-echo.mjs');
+  const args = ['--cpu-prof', `--cpu-prof-dir=${dir}`, server];
+  const child = spawn(pin ? 'taskset' : process.execPath, pin ? ['-c', '1', process.execPath, ...args] : args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise<number>((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (c: Buffer) => {
+      out += c.toString();
+      const m = /READY (\d+)/.exec(out);
+      if (m !== null) resolve(Number(m[1]));
+    });
+    child.once('exit', (code) => reject(new Error(`server exited (${code}) before it was ready`)));
+  });
+  const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {}, 'io.modelcontextprotocol/clientInfo': { name: 'bench', version: '1' } };
+  const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'echo', arguments: { text: 'bench' }, ...(era === 'modern' ? { _meta: meta } : {}) } });
+  const headers: Record<string, string> = era === 'modern'
+    ? { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'echo' }
+    : { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' };
+  const script = join(dir, 'req.lua');
+  writeFileSync(script, `wrk.method = "POST"\nwrk.body = ${JSON.stringify(body)}\n${Object.entries(headers).map(([k, v]) => `wrk.headers[${JSON.stringify(k)}] = ${JSON.stringify(v)}`).join('\n')}\n`);
+  const wrkArgs = ['-t1', '-c32', '-d10s', '-s', script, `http://127.0.0.1:${port}/mcp`];
+  const out = execFileSync(pin ? 'taskset' : 'wrk', pin ? ['-c', '0', 'wrk', ...wrkArgs] : wrkArgs, { encoding: 'utf8' });
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM'); // the server closes cleanly, so every thread writes its profile
+  await exited;
+  return { file: newestProfile(dir, true), rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? NaN) };
+}
+
+function table(title: string, note: string, profile: { frames: Frame[]; totalMs: number }): string[] {
+  return [
+    `## ${title}`, '', note, '',
+    '| frame | self % | inclusive % |', '|---|---:|---:|',
+    ...profile.frames.map((f) => `| \`${f.name}\` | ${f.selfPct.toFixed(1)} | ${f.totalPct.toFixed(1)} |`),
+    '', `(${profile.totalMs.toFixed(0)} ms of samples)`, '',
+  ];
+}
+
+async function main(): Promise<void> {
+  const lines = [
+    '# CPU profiles of the paths behind the SPEC §7 targets', '',
+    `- Date: ${new Date().toISOString()}; ${cpus()[0]?.model ?? '?'} × ${cpus().length}, node ${process.version}`,
+    '- Command: `npm run bench:profile` (`node --cpu-prof`, 100 µs sampling for the registry phases, 1 ms for the HTTP worker)', '',
+  ];
+  for (const [phase, title] of [['lookups', 'Table lookups (target ≥ 50 M/s)'], ['insert-delete', 'Table insert+delete (target ≥ 15 M pairs/s)'], ['latency', 'Cancel → observed, polling (target ≤ 1 µs p50)']] as const) {
+    process.stderr.write(`profiling --phase ${phase}...\n`);
+    const { file, output } = profilePhase(phase);
+    const figures = output.split('\n').filter((l) => /M\/s|µs/.test(l) && !l.startsWith('-')).slice(0, 6).map((l) => `    ${l.trim()}`);
+    lines.push(...table(title, `\`node --cpu-prof dist/bench/registry.js --phase ${phase}\`; the phase printed:\n\n${figures.join('\n')}`, topFrames(file)));
+  }
+  for (const era of ['legacy', 'modern'] as const) {
+    process.stderr.write(`profiling the HTTP worker, ${era}...\n`);
+    const { file, rps } = await profileHttp(era);
+    lines.push(...table(`tools/call echo, ${era === 'modern' ? '2026-07-28' : '2025-11-25'}: the HTTP worker thread`, `wrk -t1 -c32 -d10s against bench/servers/sluice-echo.mjs under \`--cpu-prof\`: ${rps.toFixed(0)} req/s while profiled.`, topFrames(file)));
+  }
+  mkdirSync(results, { recursive: true });
+  writeFileSync(join(results, 'profiles.md'), `${lines.join('\n')}\n`);
+  process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+await main();
