@@ -433,7 +433,7 @@ function svgBars(title: string, bars: { label: string; value: number }[], unit: 
   const max = Math.max(...bars.map((b) => b.value), 1);
   const rows = bars.map((b, i) => {
     const y = 40 + i * 34;
-    const len = Math.max(1, (b.value / max) * 380);
+    const len = Math.max(1, (b.value / max) * 280); // leaves room for the value's label
     return `<text x="10" y="${y + 16}" font-size="12">${b.label.replace(/&/g, '&amp;').replace(/</g, '&lt;')}</text>`
       + `<rect x="300" y="${y + 4}" width="${len.toFixed(1)}" height="18" fill="#2f6db5"/>`
       + `<text x="${(306 + len).toFixed(1)}" y="${y + 17}" font-size="12">${b.value.toFixed(b.value < 10 ? 2 : 0)} ${unit}</text>`;
