@@ -1059,13 +1059,13 @@ const targetFor = {
   lookups: (l: LookupPair): Target => ({
     name: 'table lookups (hit, 50% load)',
     target: `≥ ${mops(kTargets.lookupsPerSec)}`,
-    actual: mops(l.table.median),
+    actual: `${mops(l.table.median)} (${rate(l.table)})`,
     met: l.table.median >= kTargets.lookupsPerSec,
   }),
   insertDelete: (l: LookupPair): Target => ({
     name: 'table insert+delete pairs',
     target: `≥ ${mops(kTargets.insertDeletePerSec)}`,
-    actual: mops(l.table.median),
+    actual: `${mops(l.table.median)} (${rate(l.table)})`,
     met: l.table.median >= kTargets.insertDeletePerSec,
   }),
   churn: (afterBefore: number): Target => ({
@@ -1077,19 +1077,19 @@ const targetFor = {
   registry: (rr: RegistryResults): Target => ({
     name: 'registry track+untrack+clear (median)',
     target: `≤ ${kTargets.registryNs} ns`,
-    actual: `${ns(rr.registryNs.median)} ns`,
+    actual: `${ns(rr.registryNs.median)} ns (${ns(rr.registryNs.min)}–${ns(rr.registryNs.max)})`,
     met: rr.registryNs.median <= kTargets.registryNs,
   }),
   poll: (m: LatencyMode): Target => ({
     name: 'cancel → observed, polling p50',
     target: `≤ ${kTargets.pollP50Us} µs`,
-    actual: `${us(m.p50Us.median)} µs`,
+    actual: `${us(m.p50Us.median)} µs (${us(m.p50Us.min)}–${us(m.p50Us.max)})`,
     met: m.p50Us.median <= kTargets.pollP50Us,
   }),
   signal: (m: LatencyMode): Target => ({
     name: 'cancel → observed, signal p50',
     target: `≤ ${kTargets.signalP50Us} µs`,
-    actual: `${us(m.p50Us.median)} µs`,
+    actual: `${us(m.p50Us.median)} µs (${us(m.p50Us.min)}–${us(m.p50Us.max)})`,
     met: m.p50Us.median <= kTargets.signalP50Us,
   }),
 };
