@@ -120,7 +120,11 @@ class UwsExchange implements Exchange {
           this.#refuseTooLarge();
           return;
         }
-        this.#chunks.push(Buffer.from(chunk.slice(0))); // the ArrayBuffer is detached after this call
+        // The ArrayBuffer is detached after this call: copy it. allocUnsafe takes small bodies from
+        // Node's shared pool (every byte is overwritten here) instead of a fresh backing store.
+        const copy = Buffer.allocUnsafe(chunk.byteLength);
+        copy.set(new Uint8Array(chunk));
+        this.#chunks.push(copy);
         if (isLast) {
           this.#complete = true;
           this.#deadline = 0;
