@@ -50,10 +50,15 @@ export class Client {
   #serverInfo: unknown;
   /** Cancel notifications on their way: close() lets them out before it closes the transport. */
   readonly #cancelling = new Set<Promise<void>>();
+  /** What this client declares, defaults applied (sent at initialize, or with every modern request). */
+  readonly #capabilities: Record<string, unknown>;
+  readonly #clientInfo: { name: string; version: string };
 
   constructor(transport: ClientTransport, options: ClientOptions = {}) {
     this.#transport = transport;
     this.#options = options;
+    this.#capabilities = options.capabilities ?? {};
+    this.#clientInfo = options.clientInfo ?? { name: 'sluice-client', version: '0.1.0' };
   }
 
   /** 'legacy' or 'modern' once connected. */
@@ -95,8 +100,8 @@ export class Client {
   async #initialize(): Promise<void> {
     const result = await this.#raw('initialize', {
       protocolVersion: kLegacyVersions[0],
-      capabilities: this.#options.capabilities ?? {},
-      clientInfo: this.#options.clientInfo ?? { name: 'sluice-client', version: '0.1.0' },
+      capabilities: this.#capabilities,
+      clientInfo: this.#clientInfo,
     }, {});
     const version = typeof result.protocolVersion === 'string' ? result.protocolVersion : kLegacyVersions[0];
     if (!(kLegacyVersions as readonly string[]).includes(version)) throw new SluiceError('invalid_option', `the server speaks ${version}, which this client does not`);
@@ -126,20 +131,28 @@ export class Client {
   /** A session renewal in progress (concurrent 404s share it). */
   #renewing: Promise<void> | undefined;
 
+  /**
+   * Calls `onCancel` with a reason when the caller's signal aborts or its timeout passes; returns
+   * the function that stops watching.
+   */
+  #watch(options: RequestOptions, onCancel: (reason: string) => void): () => void {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const onAbort = () => onCancel(reasonOf(options.signal?.reason));
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+    if (options.timeoutMs !== undefined) timer = setTimeout(() => onCancel(`timed out after ${options.timeoutMs} ms`), options.timeoutMs);
+    return () => {
+      if (timer !== undefined) clearTimeout(timer);
+      options.signal?.removeEventListener('abort', onAbort);
+    };
+  }
+
   /** Waits for the connection, but no longer than the caller's signal or timeout allows. */
   #connectFor(options: RequestOptions): Promise<void> {
     const connecting = this.connect();
     if (options.signal === undefined && options.timeoutMs === undefined) return connecting;
     return new Promise((resolve, reject) => {
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      const onAbort = () => { done(); reject(new CancelledError(reasonOf(options.signal?.reason))); };
-      const done = () => {
-        if (timer !== undefined) clearTimeout(timer);
-        options.signal?.removeEventListener('abort', onAbort);
-      };
-      options.signal?.addEventListener('abort', onAbort, { once: true });
-      if (options.timeoutMs !== undefined) timer = setTimeout(() => { done(); reject(new CancelledError(`timed out after ${options.timeoutMs} ms`)); }, options.timeoutMs);
-      connecting.then(() => { done(); resolve(); }, (error: unknown) => { done(); reject(error); });
+      const stop = this.#watch(options, (reason) => { stop(); reject(new CancelledError(reason)); });
+      connecting.then(() => { stop(); resolve(); }, (error: unknown) => { stop(); reject(error); });
     });
   }
 
@@ -148,8 +161,8 @@ export class Client {
     const meta: Record<string, unknown> = { ...(params._meta as Record<string, unknown> | undefined) };
     if (this.#era === 'modern') {
       meta[kMetaProtocolVersion] = kModernVersion;
-      meta[kMetaClientCapabilities] = this.#options.capabilities ?? {};
-      meta[kMetaClientInfo] = this.#options.clientInfo ?? { name: 'sluice-client', version: '0.1.0' };
+      meta[kMetaClientCapabilities] = this.#capabilities;
+      meta[kMetaClientInfo] = this.#clientInfo;
     }
     if (options.onProgress !== undefined) meta.progressToken = id;
     const message: JsonRpcMessage = { jsonrpc: '2.0', id, method, params: Object.keys(meta).length > 0 ? { ...params, _meta: meta } : params };
@@ -157,9 +170,9 @@ export class Client {
     const local = new AbortController();
     let onSent: () => void = () => {};
     const wasSent = new Promise<void>((resolve) => { onSent = resolve; });
-    let timer: ReturnType<typeof setTimeout> | undefined;
     return new Promise<Result>((resolve, reject) => {
       let settled = false;
+      let cleanup = () => {};
       const cancel = (reason: string) => {
         if (settled) return;
         settled = true;
@@ -174,15 +187,7 @@ export class Client {
           this.#cancelling.add(sending);
         }
       };
-      const onAbort = () => cancel(reasonOf(options.signal?.reason));
-      if (cancellable) {
-        options.signal?.addEventListener('abort', onAbort, { once: true });
-        if (options.timeoutMs !== undefined) timer = setTimeout(() => cancel(`timed out after ${options.timeoutMs} ms`), options.timeoutMs);
-      }
-      const cleanup = () => {
-        if (timer !== undefined) clearTimeout(timer);
-        options.signal?.removeEventListener('abort', onAbort);
-      };
+      if (cancellable) cleanup = this.#watch(options, cancel);
       this.#transport.send(message, {
         onSent: () => onSent(),
         onMessage: (m) => {

@@ -255,6 +255,9 @@ export class Engine {
     };
   }
 
+  /** `listChanged` bound once, for every request's tool context. */
+  readonly announceListChanged = (kind: ListKind): void => this.listChanged(kind);
+
   /**
    * A list changed: notify every listen stream here that asked for it, and (unless this came from
    * another thread) the other threads too.
@@ -682,7 +685,7 @@ class Run implements Running {
   /** The context a handler of this request gets. */
   context(progress: ProgressSink | undefined, input: RequestInput | undefined): ToolContext {
     const ctx = new ToolContext(this.handle, {
-      progress, log: this.logSink(), input, requester: this.requester(), listChanged: (kind) => this.engine.listChanged(kind),
+      progress, log: this.logSink(), input, requester: this.requester(), listChanged: this.engine.announceListChanged,
     });
     this.ctx = ctx;
     return ctx;

@@ -23,7 +23,7 @@ export type RequestId = number | string;
  * Writes `text` as WTF-8 (UTF-8 that also encodes unpaired surrogates, so distinct strings never share
  * bytes) from `at`; returns the end offset, or -1 past `limit`.
  */
-function writeWtf8(text: string, bytes: Uint8Array, at: number, limit: number): number {
+export function writeWtf8(text: string, bytes: Uint8Array, at: number, limit: number): number {
   const n = text.length;
   let o = at;
   for (let i = 0; i < n; i++) {

@@ -6,7 +6,7 @@ import { cancellationCleanupChannel, requestCancelledChannel } from '../telemetr
 import type { CancellationCleanupEvent, RequestCancelledEvent } from '../telemetry/channels.js';
 import { TrackHandle, kRefusedCapacity, kRefusedInvalidId, settleHandle } from './handle.js';
 import type { HandleContext, HandleRef, TrackRefusal } from './handle.js';
-import { KeyEncoder, kMaxKeyBytes, scopeEndOf, validRequestId } from './key.js';
+import { KeyEncoder, kMaxKeyBytes, scopeEndOf, validRequestId, writeWtf8 } from './key.js';
 import type { RequestId } from './key.js';
 import {
   kCounterCount, kCtAllowance, kCtCancellations, kCtCancellationsRefused, kCtEvictions, kCtExpired, kCtInFlightSwept, kCtTrackRefused,
@@ -163,7 +163,6 @@ export class Registry {
   readonly #enc: KeyEncoder;
   readonly #reasonBytes = new Uint8Array(kMaxReasonBytes + 4);
   readonly #reasonWords = new Int32Array(this.#reasonBytes.buffer);
-  readonly #encoder = new TextEncoder();
   readonly #fullScopes = new Map<string, number>();
   /** Capacity a thread takes from the shared pool at a time (1 for small capacities: exact). */
   readonly #chunk: number;
@@ -304,7 +303,9 @@ export class Registry {
     }
     if (Atomics.load(state, kStRows) >= this.maxRows) this.#reclaim(false);
     const text = sanitizeReason(reason);
-    const reasonLength = text === undefined ? -1 : this.#encodeReason(text);
+    // sanitizeReason drops unpaired surrogates and keeps ≤ kMaxReasonChars code points, so the
+    // WTF-8 writer produces plain UTF-8 and always fits (a JS loop: encodeInto is a C++ call).
+    const reasonLength = text === undefined ? -1 : writeWtf8(text, this.#reasonBytes, 0, kMaxReasonBytes);
     const table = this.#cancels;
     const key = enc.key;
     const hash = enc.hash;
@@ -354,26 +355,6 @@ export class Registry {
       requestCancelledChannel.publish(event);
     }
     return kOk;
-  }
-
-  /**
-   * UTF-8 of a sanitised reason into the scratch buffer; returns its length. Short ASCII reasons (the
-   * usual "client disconnected", "timeout") are copied in a loop: `encodeInto` is a call into C++
-   * that costs more than the copy, on the path that ends in raising the flag.
-   */
-  #encodeReason(text: string): number {
-    const bytes = this.#reasonBytes;
-    const n = text.length;
-    if (n <= 64) {
-      let i = 0;
-      for (; i < n; i++) {
-        const c = text.charCodeAt(i);
-        if (c >= 0x80) break;
-        bytes[i] = c;
-      }
-      if (i === n) return n;
-    }
-    return this.#encoder.encodeInto(text, bytes).written;
   }
 
   /** True when a cancellation row exists for (scope, id). */

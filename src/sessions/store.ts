@@ -12,9 +12,9 @@ const kVCaps = 9; // client capabilities declared at initialize, as kCap* bits
 const kValueWords = 10;
 
 /** Client capabilities a session remembers (what the server may ask the client for). */
-export const kCapSampling = 1;
-export const kCapElicitation = 2;
-export const kCapRoots = 4;
+const kCapSampling = 1;
+const kCapElicitation = 2;
+const kCapRoots = 4;
 
 export function capabilityBits(capabilities: unknown): number {
   if (capabilities === null || typeof capabilities !== 'object') return 0;

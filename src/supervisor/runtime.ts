@@ -8,7 +8,7 @@ import { ServerCounters } from '../telemetry/counters.js';
 import type { ServerCountersDescriptor } from '../telemetry/counters.js';
 import { ToolPool } from '../tools/pool.js';
 import type { Catalog } from '../catalog/catalog.js';
-import { HttpEndpoint } from '../transport/http/endpoint.js';
+import { HttpEndpoint, kLoopbackHosts } from '../transport/http/endpoint.js';
 import type { Authenticate } from '../transport/http/endpoint.js';
 import type { AdapterOptions, Listening } from '../transport/http/adapter.js';
 import { listenNode } from '../transport/http/node/adapter.js';
@@ -95,7 +95,7 @@ export async function startRuntime(input: RuntimeInput, adapter: 'uws' | 'node')
     metrics: options.metrics,
     cancelOnDisconnect: options.cancelOnDisconnect,
     exposeWorker: options.exposeWorker,
-    allowedHostNames: loopbackHost(options.host) ? new Set(['localhost', '127.0.0.1', '[::1]', ...options.allowedHosts]) : options.allowedHosts.length > 0 ? new Set(options.allowedHosts) : undefined,
+    allowedHostNames: loopbackHost(options.host) ? new Set([...kLoopbackHosts, ...options.allowedHosts]) : options.allowedHosts.length > 0 ? new Set(options.allowedHosts) : undefined,
   });
   const adapterOptions: AdapterOptions = {
     host: options.host,

@@ -105,7 +105,12 @@ class SluiceServer implements Server {
 
   notifyListChanged(kind: ListKind): void {
     this.#runtime?.engine.listChanged(kind, true);
-    for (const worker of this.#workers.keys()) worker.postMessage({ type: 'listChanged', kind });
+    this.#broadcastListChanged(kind);
+  }
+
+  /** Tells every HTTP worker (but the one it came from) that a list changed. */
+  #broadcastListChanged(kind: ListKind, except?: Worker): void {
+    for (const worker of this.#workers.keys()) if (worker !== except) worker.postMessage({ type: 'listChanged', kind });
   }
 
   async listen(): Promise<ServerAddress> {
@@ -205,7 +210,7 @@ class SluiceServer implements Server {
       case 'closed':
         break;
       case 'listChanged':
-        for (const other of this.#workers.keys()) if (other !== worker) other.postMessage({ type: 'listChanged', kind: message.kind });
+        this.#broadcastListChanged(message.kind, worker);
         break;
       case 'response':
         // A client answered a request of another worker's tool: hand it over (as text).

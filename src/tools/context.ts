@@ -118,7 +118,7 @@ export class ToolContext {
    * it through (legacy: logging/setLevel; 2026-07-28: the request's _meta logLevel, none without it).
    */
   log(level: LogLevel, data: unknown, logger?: string): void {
-    if (this.#log === undefined || this.cancelled || !kLogLevels.includes(level)) return;
+    if (this.#log === undefined || this.cancelled) return; // the sink drops unknown levels
     this.#log(level, data, logger);
   }
 

@@ -1,4 +1,5 @@
 import { SluiceError } from '../errors.js';
+import { isInputRequired } from './context.js';
 import type { InputRequired, ToolContext } from './context.js';
 import type { JsonSchema } from './schema.js';
 
@@ -67,7 +68,7 @@ export function defineTool<Args extends Record<string, unknown> = Record<string,
 
 /** Turns whatever a handler returned into a CallToolResult (an input-required result passes through). */
 export function toCallToolResult(output: ToolOutput): CallToolResult | InputRequired {
-  if (output !== null && typeof output === 'object' && (output as InputRequired).kind === 'sluice/input-required') return output as InputRequired;
+  if (isInputRequired(output)) return output;
   if (typeof output === 'string') return { content: [{ type: 'text', text: output }] };
   if (output !== null && typeof output === 'object' && !Array.isArray(output) && Array.isArray((output as CallToolResult).content)) {
     return output as CallToolResult;

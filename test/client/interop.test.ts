@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it, onTestFailed } from 'vitest';
+import { cleanupAfterEach } from '../helpers/cleanup.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import { createMcpHandler } from '@modelcontextprotocol/server';
@@ -38,22 +39,11 @@ const kServerSeesCancelBound = 3_000;
 // ---------------------------------------------------------------------------------------------
 // Clean-up: everything a test opens is closed after it (reverse order), whatever happened.
 
-const cleanups: Array<() => Promise<unknown> | unknown> = [];
-afterEach(async () => {
-  const errors: unknown[] = [];
-  for (const fn of cleanups.splice(0).reverse()) {
-    try {
-      await fn();
-    } catch (error) {
-      errors.push(error);
-    }
-  }
-  if (errors.length > 0) throw new AggregateError(errors, 'clean-up failed');
-});
+const onCleanup = cleanupAfterEach();
 
 /** A client whose close is bounded and registered for clean-up. */
 function track(client: Client): Client {
-  cleanups.push(() => within(client.close(), 5_000, 'client.close()'));
+  onCleanup(() => within(client.close(), 5_000, 'client.close()'));
   return client;
 }
 
@@ -85,7 +75,7 @@ interface RecordLine { state: 'started' | 'cancelled' | 'finished'; at: number; 
 
 function recordPath(): string {
   const dir = mkdtempSync(join(tmpdir(), 'sluice-interop-'));
-  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+  onCleanup(() => rmSync(dir, { recursive: true, force: true }));
   return join(dir, 'record.jsonl');
 }
 
@@ -266,7 +256,7 @@ async function listen(handle: (req: IncomingMessage, res: ServerResponse, body: 
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
-  cleanups.push(() => within(harness.close(), 5_000, 'closing the HTTP server'));
+  onCleanup(() => within(harness.close(), 5_000, 'closing the HTTP server'));
   onTestFailed(() => { console.log(`HTTP exchanges with the official server:\n${harness.dump()}`); });
   return harness;
 }
@@ -350,7 +340,7 @@ function stdioClient(era: 'auto' | 'legacy' | 'modern'): { client: Client; trans
   const transport = new StdioClientTransport({ command: process.execPath, args: [kStdioServer] });
   const child = transport.process;
   // Whatever happens, the child does not outlive the test.
-  cleanups.push(async () => {
+  onCleanup(async () => {
     if (child.exitCode === null && child.signalCode === null) {
       child.kill('SIGKILL');
       await new Promise((r) => child.once('exit', r));

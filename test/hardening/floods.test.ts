@@ -164,20 +164,42 @@ describe('many sessions, each at its per-scope quota', () => {
   const kSessions = 40;
   const kQuota = 8;
 
+  /** kSessions attacking sessions with `perSession` stubborn calls each, and a victim session with one blocked call, all started. */
+  async function attackersAndVictim(url: string, perSession: number, ms: number) {
+    const victim = await initialize(url);
+    const sessions: string[] = [];
+    await bounded(kSessions, 8, 20_000, async () => { sessions.push(await initialize(url)); });
+    const record = recordPath();
+    const calls = sessions.flatMap((s) => Array.from({ length: perSession }, (_, i) => startCall(url, inSession(s), call(i + 1, 'stubborn', { ms, record }))));
+    const victimRecord = recordPath();
+    const victimCall = startCall(url, inSession(victim), call(1, 'block', { ms: 20_000, record: victimRecord }));
+    await until(() => recorded(record).length === calls.length && recorded(victimRecord).length > 0, 20_000, 'every tool to start');
+    return { victim, sessions, record, calls, victimRecord, victimCall };
+  }
+
+  /** The victim's own cancel is accepted and its tool sees it; then every call ends and every row goes. */
+  async function victimCancelHonouredThenDrain(
+    url: string, server: TestServer['server'], victim: string, victimRecord: string,
+    victimCall: ReturnType<typeof startCall>, calls: ReturnType<typeof startCall>[],
+  ): Promise<void> {
+    expect((await post(url, cancel(1, 'victim stop'), inSession(victim))).status).toBe(202);
+    await until(() => cancelledLine(victimRecord) !== undefined, 10_000, 'the victim\'s tool to see its cancel');
+    expect(cancelledLine(victimRecord)).toContain('reason=victim stop');
+    expect((await victimCall.response).status).toBe(202);
+    victimCall.agent.destroy();
+    await Promise.all(calls.map((c) => c.response));
+    for (const c of calls) c.agent.destroy();
+    await until(() => server.registry.counters().inFlight === 0, 15_000, 'in-flight rows to go');
+    expect(server.registry.counters().cancellationRows).toBe(0);
+  }
+
   it('do not deny a victim session its cancel (per-scope quota)', async () => {
     running = await startServer({ registry: { maxRowsPerScope: kQuota }, streamCancelTimeoutMs: 60_000 });
     const { url } = running.address;
     const server = running.server;
-    const victim = await initialize(url);
-    const sessions: string[] = [];
-    await bounded(kSessions, 8, 20_000, async () => { sessions.push(await initialize(url)); });
-    expect(sessions).toHaveLength(kSessions);
     // Each attacking session runs quota + 1 requests that ignore cancellation.
-    const record = recordPath();
-    const calls = sessions.flatMap((s) => Array.from({ length: kQuota + 1 }, (_, i) => startCall(url, inSession(s), call(i + 1, 'stubborn', { ms: 9_000, record }))));
-    const victimRecord = recordPath();
-    const victimCall = startCall(url, inSession(victim), call(1, 'block', { ms: 20_000, record: victimRecord }));
-    await until(() => recorded(record).length === calls.length && recorded(victimRecord).length > 0, 20_000, 'every tool to start');
+    const { victim, sessions, record, calls, victimRecord, victimCall } = await attackersAndVictim(url, kQuota + 1, 9_000);
+    expect(sessions).toHaveLength(kSessions);
     // Each session cancels all its requests, one after another (sessions in parallel): the first
     // kQuota are recorded, the last is refused.
     const outcomes = new Map<string, number[]>();
@@ -192,16 +214,7 @@ describe('many sessions, each at its per-scope quota', () => {
     expect(during.cancellationRows).toBe(kSessions * kQuota);
     expect(during.cancellationsRefused).toBe(kSessions);
     expect(during.evictions).toBe(0);
-    // The victim's own cancel is accepted and its tool sees it.
-    expect((await post(url, cancel(1, 'victim stop'), inSession(victim))).status).toBe(202);
-    await until(() => cancelledLine(victimRecord) !== undefined, 10_000, 'the victim\'s tool to see its cancel');
-    expect(cancelledLine(victimRecord)).toContain('reason=victim stop');
-    expect((await victimCall.response).status).toBe(202);
-    victimCall.agent.destroy();
-    await Promise.all(calls.map((c) => c.response));
-    for (const c of calls) c.agent.destroy();
-    await until(() => server.registry.counters().inFlight === 0, 15_000, 'in-flight rows to go');
-    expect(server.registry.counters().cancellationRows).toBe(0);
+    await victimCancelHonouredThenDrain(url, server, victim, victimRecord, victimCall, calls);
   });
 
   it('past the global cap, rows are evicted (largest scope first) and a victim session\'s cancel is still honoured', async () => {
@@ -209,14 +222,7 @@ describe('many sessions, each at its per-scope quota', () => {
     running = await startServer({ registry: { maxRowsPerScope: kQuota, maxRows: kMaxRows }, streamCancelTimeoutMs: 60_000 });
     const { url } = running.address;
     const server = running.server;
-    const victim = await initialize(url);
-    const sessions: string[] = [];
-    await bounded(kSessions, 8, 20_000, async () => { sessions.push(await initialize(url)); });
-    const record = recordPath();
-    const calls = sessions.flatMap((s) => Array.from({ length: kQuota }, (_, i) => startCall(url, inSession(s), call(i + 1, 'stubborn', { ms: 8_000, record }))));
-    const victimRecord = recordPath();
-    const victimCall = startCall(url, inSession(victim), call(1, 'block', { ms: 20_000, record: victimRecord }));
-    await until(() => recorded(record).length === calls.length && recorded(victimRecord).length > 0, 20_000, 'every tool to start');
+    const { victim, sessions, record, calls, victimRecord, victimCall } = await attackersAndVictim(url, kQuota, 8_000);
     let peakRows = 0;
     const sampler = setInterval(() => { peakRows = Math.max(peakRows, server.registry.counters().cancellationRows); }, 5);
     const statuses = new Map<number, number>();
@@ -238,15 +244,7 @@ describe('many sessions, each at its per-scope quota', () => {
     expect(after.cancellationRows).toBeLessThanOrEqual(kMaxRows);
     // The table's hard bound: maxRows plus one eviction batch of slack (writers racing the cap).
     expect(peakRows).toBeLessThanOrEqual(kMaxRows + 16);
-    expect((await post(url, cancel(1, 'victim stop'), inSession(victim))).status).toBe(202);
-    await until(() => cancelledLine(victimRecord) !== undefined, 10_000, 'the victim\'s tool to see its cancel');
-    expect(cancelledLine(victimRecord)).toContain('reason=victim stop');
-    expect((await victimCall.response).status).toBe(202);
-    victimCall.agent.destroy();
-    await Promise.all(calls.map((c) => c.response));
-    for (const c of calls) c.agent.destroy();
-    await until(() => server.registry.counters().inFlight === 0, 15_000, 'in-flight rows to go');
-    expect(server.registry.counters().cancellationRows).toBe(0);
+    await victimCancelHonouredThenDrain(url, server, victim, victimRecord, victimCall, calls);
   });
 });
 

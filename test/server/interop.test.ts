@@ -7,7 +7,8 @@ import { request as httpRequest } from 'node:http';
 import { Readable } from 'node:stream';
 import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
 import { fileURLToPath } from 'node:url';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { cleanupAfterEach } from '../helpers/cleanup.js';
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport as HttpTransportV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -26,25 +27,14 @@ const kTestTimeout = 30_000;
 const kCallTimeout = 10_000;
 
 // ---------------------------------------------------------------------------------------------
-// Clean-up: everything a test opens is closed after it, whatever happened.
+// Clean-up: everything a test opens is closed after it (reverse order), whatever happened.
 
-const cleanups: Array<() => Promise<unknown>> = [];
-afterEach(async () => {
-  const errors: unknown[] = [];
-  for (const fn of cleanups.splice(0).reverse()) {
-    try {
-      await fn();
-    } catch (error) {
-      errors.push(error);
-    }
-  }
-  if (errors.length > 0) throw new AggregateError(errors, 'clean-up failed');
-});
+const onCleanup = cleanupAfterEach();
 
 /** A server for one test; closed after it, and it must not have logged a warning or an error. */
 async function server(): Promise<TestServer> {
   const s = await startServer();
-  cleanups.push(async () => {
+  onCleanup(async () => {
     await s.close();
     if (s.logs.length > 0) throw new Error(`the server logged:\n${s.logs.join('\n')}`);
   });
@@ -175,7 +165,7 @@ describe('SDK v1 over legacy Streamable HTTP (sessions)', () => {
     const wire = recordingFetch(base);
     const transport = new HttpTransportV1(new URL(address.url), { fetch: wire.fetch });
     const client = new ClientV1({ name: 'sluice-interop-v1', version: '1.0.0' });
-    cleanups.push(() => client.close());
+    onCleanup(() => client.close());
     await client.connect(transport, { timeout: kCallTimeout });
     return { client, transport, wire };
   }
@@ -302,7 +292,7 @@ describe('SDK v1 over stdio (node bin/sluice.js serve --stdio)', () => {
     let stderr = '';
     transport.stderr?.on('data', (chunk: Buffer) => { stderr += chunk.toString('utf8'); });
     const client = new ClientV1({ name: 'sluice-interop-stdio', version: '1.0.0' });
-    cleanups.push(() => client.close());
+    onCleanup(() => client.close());
     await client.connect(transport, { timeout: kCallTimeout });
     return { client, transport, stderr: () => stderr };
   }
@@ -363,7 +353,7 @@ describe('SDK v2 over the modern era (2026-07-28)', () => {
     const client = new ClientV2({ name: 'sluice-interop-v2', version: '2.0.0' }, {
       versionNegotiation: { mode: mode === 'pin' ? { pin: kModern } : 'auto' },
     });
-    cleanups.push(() => client.close());
+    onCleanup(() => client.close());
     try {
       await client.connect(transport, { timeout: kCallTimeout });
     } catch (error) {
@@ -464,7 +454,7 @@ describe('SDK v2 over the modern era (2026-07-28)', () => {
     const send = transport.send.bind(transport);
     transport.send = (message) => { sent.push(message as Record<string, unknown>); return send(message); };
     const client = new ClientV2({ name: 'sluice-interop-v2-stdio', version: '2.0.0' }, { versionNegotiation: { mode: { pin: kModern } } });
-    cleanups.push(() => client.close());
+    onCleanup(() => client.close());
     await client.connect(transport, { timeout: kCallTimeout });
     expect(client.getProtocolEra(), stderr).toBe('modern');
 

@@ -57,7 +57,8 @@ const kAnonymous = Object.freeze({ ok: true as const, id: undefined });
 const kBusy: readonly (readonly [string, string])[] = [['retry-after', '1'], ['content-type', 'application/json']];
 const kNone: readonly (readonly [string, string])[] = [];
 const kNamedMethods = new Set(['tools/call', 'resources/read', 'prompts/get']);
-const kLoopbackHosts = new Set(['localhost', '127.0.0.1', '[::1]']);
+/** Host names of the loopback interface (Origin checks; the Host allow-list of a loopback server). */
+export const kLoopbackHosts: ReadonlySet<string> = new Set(['localhost', '127.0.0.1', '[::1]']);
 
 /**
  * HTTP rules of MCP Streamable HTTP for both eras, over any adapter: Origin, sessions, headers,
