@@ -176,6 +176,7 @@ export class Client {
       const cancel = (reason: string) => {
         if (settled) return;
         settled = true;
+        cleanup(); // the transport may never settle a cancelled call (stdio drops it): stop watching now
         reject(new CancelledError(reason));
         local.abort(reason);
         if (!this.#transport.cancelsByAbort) {
