@@ -11,12 +11,13 @@
  * S5 (the table) is `npm run bench:registry`, whose latest results are folded into the report.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { request, Agent } from 'node:http';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { pin, pinned, startServer, stopServer } from './process.js';
+import type { Running } from './process.js';
 
 const smoke = process.argv.includes('--smoke');
 /** A short full run to check the harness itself (not for figures). */
@@ -25,9 +26,6 @@ const root = fileURLToPath(new URL('../../', import.meta.url));
 const servers = join(root, 'bench', 'servers');
 const results = join(root, 'bench', 'results');
 const work = mkdtempSync(join(tmpdir(), 'sluice-bench-'));
-const pin = existsSync('/usr/bin/taskset') && cpus().length >= 2;
-
-interface Running { child: ChildProcess; port: number; pid: number }
 
 function ensureTools(): void {
   const packages: Record<string, string> = { wrk: 'wrk', h2load: 'nghttp2-client' };
@@ -38,30 +36,12 @@ function ensureTools(): void {
   execFileSync('apt-get', ['install', '-y', '-qq', ...missing.map((t) => packages[t])], { stdio: 'ignore' });
 }
 
-async function start(script: string, args: string[] = [], pinned = true): Promise<Running> {
-  const cmd = pin && pinned ? 'taskset' : process.execPath;
-  const argv = pin && pinned ? ['-c', '1', process.execPath, join(servers, script), ...args] : [join(servers, script), ...args];
-  const child = spawn(cmd, argv, { stdio: ['ignore', 'pipe', 'inherit'] });
-  const port = await new Promise<number>((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (c: Buffer) => {
-      out += c.toString();
-      const m = /READY (\d+)/.exec(out);
-      if (m !== null) resolve(Number(m[1]));
-    });
-    child.once('exit', (code) => reject(new Error(`${script} exited (${code}) before it was ready`)));
-  });
-  return { child, port, pid: child.pid! };
+/** A bench server script from bench/servers, pinned to CPU 1 unless `pinnedServer` is false. */
+function start(script: string, args: string[] = [], pinnedServer = true): Promise<Running> {
+  return startServer([join(servers, script), ...args], pinnedServer ? 1 : undefined);
 }
 
-async function stop(s: Running): Promise<void> {
-  if (s.child.exitCode !== null) return;
-  const exited = new Promise((r) => s.child.once('exit', r));
-  s.child.kill('SIGTERM');
-  const timer = setTimeout(() => s.child.kill('SIGKILL'), 5000);
-  await exited;
-  clearTimeout(timer);
-}
+const stop = stopServer;
 
 /** utime + stime of a process (and its threads), in seconds. */
 function cpuSeconds(pid: number): number {
@@ -102,7 +82,7 @@ function parseMs(text: string): number {
   return m[2] === 'us' ? v / 1000 : m[2] === 's' ? v * 1000 : v;
 }
 
-async function wrk(port: number, e: Endpoint, connections: number, seconds: number, serverPid: number, pinned = true, threads = 1): Promise<WrkResult> {
+async function wrk(port: number, e: Endpoint, connections: number, seconds: number, serverPid: number, generatorPinned = true, threads = 1): Promise<WrkResult> {
   const script = join(work, `req-${port}.lua`);
   const headers = Object.entries(e.headers).map(([k, v]) => `wrk.headers[${JSON.stringify(k)}] = ${JSON.stringify(v)}`).join('\n');
   writeFileSync(script, `wrk.method = ${JSON.stringify(e.method)}\n${e.body === undefined ? '' : `wrk.body = ${JSON.stringify(e.body)}\n`}${headers}\n`);
@@ -111,7 +91,7 @@ async function wrk(port: number, e: Endpoint, connections: number, seconds: numb
   const cpu0 = pin ? cpuTimes(0) : [0, 1];
   const serverBefore = cpuSeconds(serverPid);
   const out = await new Promise<string>((resolve, reject) => {
-    const child = spawn(pin && pinned ? 'taskset' : 'wrk', pin && pinned ? ['-c', '0', 'wrk', ...args] : args);
+    const child = spawn(...pinned(generatorPinned ? 0 : undefined, 'wrk', args));
     let text = '';
     child.stdout.on('data', (c: Buffer) => { text += c.toString(); });
     child.once('exit', (code) => (code === 0 ? resolve(text) : reject(new Error(`wrk exited ${code}: ${text}`))));
@@ -291,7 +271,7 @@ async function s2(seconds: number, reps: number): Promise<{ label: string; lifec
       try {
         const driver = join(servers, 'lifecycle-driver.mjs');
         const text = await new Promise<string>((resolve, reject) => {
-          const child = spawn(pin ? 'taskset' : process.execPath, pin ? ['-c', '0', process.execPath, driver, String(s.port), '16', String(seconds)] : [driver, String(s.port), '16', String(seconds)]);
+          const child = spawn(...pinned(0, process.execPath, [driver, String(s.port), '16', String(seconds)]));
           let t = '';
           child.stdout.on('data', (b: Buffer) => { t += b.toString(); });
           child.once('exit', (code) => (code === 0 ? resolve(t) : reject(new Error(`lifecycle driver exited ${code}`))));
@@ -371,7 +351,7 @@ async function s6(peak: number, seconds: number): Promise<{ share: number; rate:
       }, 1000);
       const args = ['--h1', '-c', String(clients), '--rps', String(rate), '-D', String(seconds), '-d', body, '-H', 'content-type: application/json', '-H', `accept: ${kAccept}`, '-H', 'mcp-protocol-version: 2025-11-25', `http://127.0.0.1:${s.port}/mcp`];
       const text = await new Promise<string>((resolve, reject) => {
-        const child = spawn(pin ? 'taskset' : 'h2load', pin ? ['-c', '0', 'h2load', ...args] : args);
+        const child = spawn(...pinned(0, 'h2load', args));
         let t = '';
         child.stdout.on('data', (b: Buffer) => { t += b.toString(); });
         child.once('exit', (code) => (code === 0 ? resolve(t) : reject(new Error(`h2load exited ${code}: ${t}`))));

@@ -11,15 +11,15 @@
  * the stack of. "(idle)" in the HTTP worker is time spent outside JavaScript: in uWS's event loop,
  * the kernel's socket calls and waiting for the next request.
  */
-import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { pinned, startServer, stopServer } from './process.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const results = join(root, 'bench', 'results');
-const pin = existsSync('/usr/bin/taskset') && cpus().length >= 2;
 const kTop = 12;
 
 interface CpuProfile {
@@ -72,24 +72,15 @@ function newestProfile(dir: string, pickLargest = false): string {
 function profilePhase(phase: string): { file: string; output: string } {
   const dir = mkdtempSync(join(tmpdir(), `sluice-prof-${phase}-`));
   const args = ['--cpu-prof', `--cpu-prof-dir=${dir}`, '--cpu-prof-interval', '100', join(root, 'dist', 'bench', 'registry.js'), '--phase', phase];
-  const output = execFileSync(pin ? 'taskset' : process.execPath, pin ? ['-c', '1', process.execPath, ...args] : args, { encoding: 'utf8' });
+  const output = execFileSync(...pinned(1, process.execPath, args), { encoding: 'utf8' });
   return { file: newestProfile(dir), output };
 }
 
 async function profileHttp(era: 'legacy' | 'modern'): Promise<{ file: string; rps: number }> {
   const dir = mkdtempSync(join(tmpdir(), `sluice-prof-http-${era}-`));
-  const server = join(root, 'bench', 'servers', 'sluice-echo.mjs');
-  const args = ['--cpu-prof', `--cpu-prof-dir=${dir}`, server];
-  const child = spawn(pin ? 'taskset' : process.execPath, pin ? ['-c', '1', process.execPath, ...args] : args, { stdio: ['ignore', 'pipe', 'inherit'] });
-  const port = await new Promise<number>((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (c: Buffer) => {
-      out += c.toString();
-      const m = /READY (\d+)/.exec(out);
-      if (m !== null) resolve(Number(m[1]));
-    });
-    child.once('exit', (code) => reject(new Error(`server exited (${code}) before it was ready`)));
-  });
+  const args = ['--cpu-prof', `--cpu-prof-dir=${dir}`, join(root, 'bench', 'servers', 'sluice-echo.mjs')];
+  const server = await startServer(args, 1);
+  const port = server.port;
   const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {}, 'io.modelcontextprotocol/clientInfo': { name: 'bench', version: '1' } };
   const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'echo', arguments: { text: 'bench' }, ...(era === 'modern' ? { _meta: meta } : {}) } });
   const headers: Record<string, string> = era === 'modern'
@@ -98,10 +89,8 @@ async function profileHttp(era: 'legacy' | 'modern'): Promise<{ file: string; rp
   const script = join(dir, 'req.lua');
   writeFileSync(script, `wrk.method = "POST"\nwrk.body = ${JSON.stringify(body)}\n${Object.entries(headers).map(([k, v]) => `wrk.headers[${JSON.stringify(k)}] = ${JSON.stringify(v)}`).join('\n')}\n`);
   const wrkArgs = ['-t1', '-c32', '-d10s', '-s', script, `http://127.0.0.1:${port}/mcp`];
-  const out = execFileSync(pin ? 'taskset' : 'wrk', pin ? ['-c', '0', 'wrk', ...wrkArgs] : wrkArgs, { encoding: 'utf8' });
-  const exited = new Promise((r) => child.once('exit', r));
-  child.kill('SIGTERM'); // the server closes cleanly, so every thread writes its profile
-  await exited;
+  const out = execFileSync(...pinned(0, 'wrk', wrkArgs), { encoding: 'utf8' });
+  await stopServer(server); // the server closes cleanly, so every thread writes its profile
   return { file: newestProfile(dir, true), rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? NaN) };
 }
 

@@ -12,7 +12,9 @@
  * The kernels are the same loops as `tableLookups` and `tableInsertDelete` in bench/registry.ts.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { KeyScratch, Roster, ShmTable } from '../native-free-shm/index.js';
+import { Roster, ShmTable } from '../native-free-shm/index.js';
+import { prepareKeys } from './table-keys.js';
+import type { PreparedKeys } from './table-keys.js';
 import type { RosterDescriptor, RosterMember, TableDescriptor } from '../native-free-shm/index.js';
 
 export type ContentionKernel = 'lookups' | 'insert-delete' | 'hot-insert-delete';
@@ -55,24 +57,6 @@ export type FromContention =
 /** How long a thread waits at the start barrier before giving up (the other thread died). */
 const kBarrierLimitMs = 10_000;
 
-interface PreparedKeys {
-  words: Int32Array[];
-  lengths: Int32Array;
-  hashes: Int32Array;
-}
-
-function prepareKeys(table: ShmTable, strings: readonly string[], maxKeyBytes: number): PreparedKeys {
-  const words: Int32Array[] = [];
-  const lengths = new Int32Array(strings.length);
-  const hashes = new Int32Array(strings.length);
-  for (let i = 0; i < strings.length; i++) {
-    const scratch = new KeyScratch(maxKeyBytes).setString(strings[i]);
-    words.push(scratch.words);
-    lengths[i] = scratch.length;
-    hashes[i] = table.hash(scratch.words, scratch.length);
-  }
-  return { words, lengths, hashes };
-}
 
 /** Same loop as `tableLookups` in registry.ts. Returns the hits. */
 function lookups(t: ShmTable, keys: PreparedKeys, order: Uint32Array, total: number): number {

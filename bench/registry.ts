@@ -16,6 +16,8 @@ import * as os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { KeyScratch, Roster, ShmTable, kEmpty, kLive, kStateMask, kTombstone } from '../native-free-shm/index.js';
+import { prepareKeys } from './table-keys.js';
+import type { PreparedKeys } from './table-keys.js';
 import type { RosterMember } from '../native-free-shm/index.js';
 import { createRegistry } from '../src/index.js';
 import type { Registry } from '../src/index.js';
@@ -138,25 +140,6 @@ function writeKey(scratch: KeyScratch, c: number): void {
   scratch.seal(kKeyBytes);
 }
 
-interface PreparedKeys {
-  strings: string[];
-  words: Int32Array[];
-  lengths: Int32Array;
-  hashes: Int32Array;
-}
-
-function prepareKeys(table: ShmTable, strings: string[]): PreparedKeys {
-  const words: Int32Array[] = [];
-  const lengths = new Int32Array(strings.length);
-  const hashes = new Int32Array(strings.length);
-  for (let i = 0; i < strings.length; i++) {
-    const scratch = new KeyScratch(kMaxKeyBytes).setString(strings[i]);
-    words.push(scratch.words);
-    lengths[i] = scratch.length;
-    hashes[i] = table.hash(scratch.words, scratch.length);
-  }
-  return { strings, words, lengths, hashes };
-}
 
 function now(): number {
   return performance.now();
@@ -180,7 +163,7 @@ function tableLookups(t: ShmTable, keys: PreparedKeys, order: Uint32Array, total
   return elapsed;
 }
 
-function mapLookups(m: Map<string, number>, strings: string[], order: Uint32Array, total: number, sink: { hits: number }): number {
+function mapLookups(m: Map<string, number>, strings: readonly string[], order: Uint32Array, total: number, sink: { hits: number }): number {
   const mask = order.length - 1;
   let hits = 0;
   const start = now();
@@ -371,7 +354,7 @@ function setupTable(): TableBench {
   // Fill to 50%: keys 0..kFill-1, the same strings in the Map.
   const liveStrings: string[] = [];
   for (let c = 0; c < kFill; c++) liveStrings.push(keyString(c));
-  const live = prepareKeys(t, liveStrings);
+  const live = prepareKeys(t, liveStrings, kMaxKeyBytes);
   const liveCounter = new Uint32Array(kFill);
   const liveSlot = new Int32Array(kFill);
   const liveCtl = new Int32Array(kFill);
@@ -414,7 +397,7 @@ function insertDeletePhase(s: TableBench): LookupPair {
   const { t, m, member } = s;
   const pairStrings: string[] = [];
   for (let i = 0; i < kPairKeys; i++) pairStrings.push(keyString(s.nextCounter++));
-  const pairKeys = prepareKeys(t, pairStrings);
+  const pairKeys = prepareKeys(t, pairStrings, kMaxKeyBytes);
   tableInsertDelete(t, member, pairKeys, kPairsPerRep / 4); // warm-up
   mapInsertDelete(m, pairStrings, kPairsPerRep / 4);
   const tablePairs: number[] = [];
@@ -469,7 +452,7 @@ function churnPhase(s: TableBench): ChurnResults {
   if (m.size !== kFill || after.live !== kFill) throw new Error(`churn: sizes drifted (map ${m.size}, table ${after.live})`);
 
   // Lookups again, over the keys live now (the Map's own key strings, the same text).
-  const liveAfter = prepareKeys(t, mapLive);
+  const liveAfter = prepareKeys(t, mapLive, kMaxKeyBytes);
   for (let i = 0; i < kFill; i++) {
     if (keyString(liveCounter[i]) !== mapLive[i]) throw new Error('churn: table and map diverged');
   }
@@ -857,7 +840,7 @@ async function benchContention(): Promise<ContentionResults> {
   // The same fill as the single-thread phases: keys 0..kFill-1, value = key number.
   const liveStrings: string[] = [];
   for (let c = 0; c < kFill; c++) liveStrings.push(keyString(c));
-  const live = prepareKeys(t, liveStrings);
+  const live = prepareKeys(t, liveStrings, kMaxKeyBytes);
   for (let i = 0; i < kFill; i++) {
     const slot = t.claim(live.words[i], live.lengths[i], live.hashes[i], member);
     if (slot < 0) throw new Error('table full while filling');

@@ -6,11 +6,11 @@
  * working size (the first quarter of the run, at most 30 s), stays flat and ends near that level; writes
  * bench/results/soak-latest.{md,json}. Every loop is bounded in time; only 127.0.0.1 is targeted.
  */
-import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { startServer, stopServer } from './process.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const minutesArg = process.argv.indexOf('--minutes');
@@ -49,13 +49,9 @@ async function metric(port: number, name: string): Promise<number> {
 }
 
 async function main(): Promise<void> {
-  const server = spawn(process.execPath, [join(root, 'bench', 'servers', 'sluice-soak.mjs')], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const port = await new Promise<number>((resolve, reject) => {
-    let out = '';
-    server.stdout!.on('data', (c: Buffer) => { out += c.toString(); const m = /READY (\d+)/.exec(out); if (m !== null) resolve(Number(m[1])); });
-    server.once('exit', (code) => reject(new Error(`server exited ${code}`)));
-  });
-  const pid = server.pid!;
+  const server = await startServer([join(root, 'bench', 'servers', 'sluice-soak.mjs')]);
+  const { port } = server;
+  const { pid } = server;
   const counts = { echo: 0, cancelled: 0, disconnected: 0, errors: 0, wrong: 0 };
   const rss: [number, number][] = [];
   const t0 = Date.now();
@@ -122,8 +118,7 @@ async function main(): Promise<void> {
   const rows = await metric(port, 'sluice_cancellation_rows');
   const killed = await metric(port, 'sluice_requests_killed_total');
   const total = await metric(port, 'sluice_requests_total');
-  server.kill('SIGTERM');
-  await new Promise((r) => server.once('exit', r));
+  await stopServer(server);
   const report = {
     date: new Date().toISOString(), minutes, concurrency, counts, requestsTotal: total, killed,
     inFlightAfter: inFlight, cancellationRowsAfter: rows, startRssMb: baselineRss, warmRssMb: warmRss, endRssMb: endRss, rssSlopeMbPerMin: slope,

@@ -200,7 +200,8 @@ export class Engine {
     this.#legacy.set('resources/subscribe', (_run, params) => this.#subscribe(params));
     this.#legacy.set('resources/unsubscribe', (_run, params) => this.#subscribe(params));
     this.#legacy.set('logging/setLevel', (run, params) => this.#setLevel(run, params));
-    this.#modern.set('server/discover', () => this.#discover());
+    const discover = this.#discoverResult();
+    this.#modern.set('server/discover', () => discover);
     this.#modern.set('subscriptions/listen', (run, params) => this.#listen(run, params));
   }
 
@@ -398,7 +399,8 @@ export class Engine {
     return result;
   }
 
-  #discover(): Record<string, unknown> {
+  /** The server/discover result: fixed for the engine's life, so built once (never mutated). */
+  #discoverResult(): Record<string, unknown> {
     const result: Record<string, unknown> = {
       supportedVersions: [kModernVersion, ...kLegacyVersions],
       capabilities: this.#modernCapabilities,
@@ -506,9 +508,9 @@ export class Engine {
 
   /**
    * What a 2026-07-28 request carried for a multi-round exchange; a requestState that fails its
-   * integrity check is refused (-32602). Undefined in the legacy era.
+   * integrity check is refused (-32602). Legacy requests carry only the session's capabilities.
    */
-  #input(run: Run, params: Record<string, unknown> | undefined): RequestInput | undefined {
+  #input(run: Run, params: Record<string, unknown> | undefined): RequestInput {
     if (run.info.era !== 'modern') return { clientCapabilities: run.info.clientCapabilities, inputResponses: undefined, requestState: undefined };
     const meta = params?._meta as Record<string, unknown> | undefined;
     const capabilities = meta?.[kMetaClientCapabilities] as Record<string, unknown> | undefined;
@@ -545,7 +547,7 @@ export class Engine {
     if (tool === undefined) throw new ProtocolError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
     run.target = name;
     const input = this.#input(run, params);
-    if (tool.requires !== undefined && input !== undefined) {
+    if (tool.requires !== undefined) {
       const missing = Object.fromEntries(Object.entries(tool.requires).filter(([cap]) => input.clientCapabilities?.[cap] === undefined));
       if (Object.keys(missing).length > 0) {
         throw new ProtocolError(ErrorCode.MissingRequiredClientCapability, 'Missing required client capability', { requiredCapabilities: missing }, 400);
@@ -668,7 +670,7 @@ class Run implements Running {
     if (this.ended || this.settled) return;
     this.ended = true; // the stream is gone: nothing more is written
     this.engine.config.registry.cancelRequest(this.handle, reason);
-    this.#abandonClientRequests();
+    this.#abandonClientRequests(this.handle.reason ?? 'cancelled');
     this.#armKill();
   }
 
@@ -724,13 +726,15 @@ class Run implements Running {
     if (this.ended || this.settled) return;
     this.ended = true;
     this.reply.cancelled();
-    this.#abandonClientRequests();
+    this.#abandonClientRequests(this.handle.reason ?? 'cancelled');
     this.#armKill();
   }
 
   /** A cancelled request will get no answers from its client: its tool stops waiting for them. */
-  #abandonClientRequests(): void {
-    for (const id of this.pendingRequests) this.engine.abandonClientRequest(id, new CancelledError(this.handle.reason ?? 'cancelled'));
+  /** Rejects the requests this run sent the client that are still unanswered; each only once. */
+  #abandonClientRequests(reason: string): void {
+    for (const id of this.pendingRequests) this.engine.abandonClientRequest(id, new CancelledError(reason));
+    this.pendingRequests.clear();
   }
 
   #armKill(): void {
@@ -752,7 +756,7 @@ class Run implements Running {
     if (this.settled) return;
     this.settled = true;
     if (this.#kill !== undefined) clearTimeout(this.#kill);
-    for (const id of this.pendingRequests) this.engine.abandonClientRequest(id, new CancelledError('the request has ended'));
+    this.#abandonClientRequests('the request has ended');
     const { registry } = this.engine.config;
     registry.untrack(this.handle);
     registry.clear(this.id, this.info.scope);
