@@ -145,6 +145,8 @@ export class Engine {
   readonly #pending = new Map<string, PendingClientRequest>();
   #nextRequest = 0;
   readonly #listeners = new Set<Listener>();
+  /** Runs whose handler went async and has not settled (shutdown cancels them). Sync runs never enter. */
+  readonly #running = new Set<Run>();
 
   constructor(config: EngineConfig) {
     this.config = config;
@@ -270,6 +272,28 @@ export class Engine {
       listener.run.reply.notify(notificationBody(method, { _meta: { [kMetaSubscriptionId]: listener.id } }));
     }
     if (!fromElsewhere) this.config.broadcastListChanged?.(kind);
+  }
+
+  /**
+   * Cancels every request of this engine still running, through the registry (as a client cancel
+   * would: polling tools and `ctx.signal` see it, SSE streams end, no response is sent), and arms
+   * their kill timers. Returns how many were cancelled. Shutdown calls it when the grace ends.
+   */
+  cancelAll(reason: string): number {
+    let count = 0;
+    for (const run of [...this.#running]) if (run.cancelForShutdown(reason)) count++;
+    return count;
+  }
+
+  /** Requests of this engine still running (async handlers not yet settled). */
+  get running(): number {
+    return this.#running.size;
+  }
+
+  /** @internal Run bookkeeping for cancelAll. */
+  trackRunning(run: Run, on: boolean): void {
+    if (on) this.#running.add(run);
+    else this.#running.delete(run);
   }
 
   /** Ends every listen stream with its completion result (graceful shutdown). */
@@ -628,6 +652,7 @@ class Run implements Running {
       return;
     }
     if (out instanceof Promise) {
+      this.engine.trackRunning(this, true);
       this.handle.signal.addEventListener('abort', () => this.#cancelled(), { once: true });
       out.then((result) => this.succeed(result as Record<string, unknown>), (error) => this.fail(error));
     } else {
@@ -672,6 +697,16 @@ class Run implements Running {
     this.engine.config.registry.cancelRequest(this.handle, reason);
     this.#abandonClientRequests(this.handle.reason ?? 'cancelled');
     this.#armKill();
+  }
+
+  /** Shutdown: cancel through the registry as a client would. False if it had already ended. */
+  cancelForShutdown(reason: string): boolean {
+    if (this.settled) return false;
+    this.engine.config.registry.cancelRequest(this.handle, reason);
+    // The abort listener answers and arms the kill timer; a run already cancelled only needs the timer.
+    this.#cancelled();
+    this.#armKill();
+    return true;
   }
 
   progressSink(token: string | number): ProgressSink {
@@ -755,6 +790,7 @@ class Run implements Running {
   #release(status: 'ok' | 'error' | 'cancelled' | 'killed'): void {
     if (this.settled) return;
     this.settled = true;
+    this.engine.trackRunning(this, false);
     if (this.#kill !== undefined) clearTimeout(this.#kill);
     this.#abandonClientRequests('the request has ended');
     const { registry } = this.engine.config;
