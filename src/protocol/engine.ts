@@ -1,6 +1,7 @@
 import { CancelledError } from '../errors.js';
 import type { Registry, TrackHandle } from '../registry/index.js';
 import { validRequestId } from '../registry/index.js';
+import { render } from '../registry/reason.js';
 import { requestKilledChannel, requestStopChannel } from '../telemetry/channels.js';
 import { Counter } from '../telemetry/counters.js';
 import type { ServerCounters } from '../telemetry/counters.js';
@@ -258,6 +259,23 @@ export class Engine {
     };
   }
 
+  readonly #failureLog = new LogBudget(10, 60_000);
+
+  /** Logs a handler failure with its stack, at most 10 a minute; the rest are counted and summarised. */
+  logFailure(method: string, target: string, error: unknown): void {
+    const suppressed = this.#failureLog.take();
+    if (suppressed < 0) return;
+    let detail: string;
+    try {
+      detail = error instanceof Error ? error.stack ?? error.message : errorText(error);
+    } catch {
+      detail = errorText(error);
+    }
+    const name = target === '' ? method : `${method} ${target}`;
+    const more = suppressed > 0 ? ` (${suppressed} similar failures not logged in the last minute)` : '';
+    this.config.log('error', `sluice: ${name} failed${more}: ${detail}`);
+  }
+
   /** `listChanged` bound once, for every request's tool context. */
   readonly announceListChanged = (kind: ListKind): void => this.listChanged(kind);
 
@@ -472,7 +490,18 @@ export class Engine {
           ? new ProtocolError(ErrorCode.InvalidParams, 'Resource not found', { uri })
           : new ProtocolError(ErrorCode.ResourceNotFound, 'Resource not found', { uri });
       }
-      const vars = Object.fromEntries(found.variables.map((name, i) => [name, decodeURIComponent(match![i + 1])]));
+      const vars: Record<string, string> = {};
+      for (let i = 0; i < found.variables.length; i++) {
+        const raw = match[i + 1];
+        let value: string;
+        try {
+          value = decodeURIComponent(raw);
+        } catch {
+          // Client input (`users://%/profile`): a bad percent-encoding is the client's error, not ours.
+          throw new ProtocolError(ErrorCode.InvalidParams, 'Invalid resource URI: malformed percent-encoding', { uri });
+        }
+        vars[found.variables[i]] = value;
+      }
       const output = await found.read(uri, vars, ctx);
       if (isInputRequired(output)) return output as unknown as Record<string, unknown>;
       contents = toContents(uri, found.mimeType, output);
@@ -598,16 +627,59 @@ export class Engine {
   }
 }
 
+/** A rate limit for log lines: `take()` is -1 when over budget, else how many were dropped since the last line. */
+class LogBudget {
+  readonly #max: number;
+  readonly #windowMs: number;
+  #windowStart = 0;
+  #used = 0;
+  #dropped = 0;
+
+  constructor(max: number, windowMs: number) {
+    this.#max = max;
+    this.#windowMs = windowMs;
+  }
+
+  take(): number {
+    const now = Date.now();
+    if (now - this.#windowStart >= this.#windowMs) {
+      this.#windowStart = now;
+      this.#used = 0;
+    }
+    if (this.#used >= this.#max) {
+      this.#dropped++;
+      return -1;
+    }
+    this.#used++;
+    const dropped = this.#dropped;
+    this.#dropped = 0;
+    return dropped;
+  }
+}
+
 /** 2026-07-28 caching hints on a complete list or read result. */
 function withCaching(result: Record<string, unknown>): Record<string, unknown> {
   return { ...result, ttlMs: kCacheTtlMs, cacheScope: 'public' };
 }
 
 /** A thrown error becomes isError content; protocol errors stay protocol errors. */
-function toolError(error: unknown): CallToolResult {
+export function toolError(error: unknown): CallToolResult {
   if (error instanceof ProtocolError) throw error;
-  const message = error instanceof Error ? error.message : String(error);
-  return { content: [{ type: 'text', text: message }], isError: true };
+  return { content: [{ type: 'text', text: errorText(error) }], isError: true };
+}
+
+/**
+ * The text of anything a handler threw: an Error's message, a string, or a short rendering of any
+ * other value (`Object.create(null)`, an object whose toString throws, a Symbol), never a throw.
+ */
+export function errorText(error: unknown): string {
+  if (typeof error === 'string') return error;
+  try {
+    if (error instanceof Error && typeof error.message === 'string') return error.message;
+  } catch {
+    // a Proxy or a getter that throws: rendered below
+  }
+  return render(error, 500);
 }
 
 /**
@@ -684,8 +756,10 @@ class Run implements Running {
       } else if (error instanceof ProtocolError) {
         this.reply.respond(errorBody(this.id, error.rpcCode, error.message, error.data), error.httpStatus);
       } else {
-        this.engine.config.log('error', `sluice: ${this.method} failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}`);
-        this.reply.respond(errorBody(this.id, ErrorCode.InternalError, 'Internal error'), 500);
+        // A handler's own failure is a JSON-RPC error for the client (HTTP 200, as any response);
+        // the log gets its stack, at a bounded rate so clients cannot flood it.
+        this.engine.logFailure(this.method, this.target, error);
+        this.reply.respond(errorBody(this.id, ErrorCode.InternalError, 'Internal error'), 200);
       }
     }
     this.#release(this.handle.cancelled ? 'cancelled' : 'error');

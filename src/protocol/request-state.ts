@@ -23,9 +23,12 @@ export class RequestStateSealer {
     const dot = text.indexOf('.');
     if (dot <= 0) return { ok: false };
     const payload = text.slice(0, dot);
-    const given = Buffer.from(text.slice(dot + 1), 'base64url');
-    const expected = Buffer.from(this.#mac(payload, method, target), 'base64url');
+    // Compared as text, not decoded: base64url decoding is lenient (it skips junk and trailing
+    // characters), so decoding first would accept MACs with anything appended.
+    const given = Buffer.from(text.slice(dot + 1), 'latin1');
+    const expected = Buffer.from(this.#mac(payload, method, target), 'latin1');
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { ok: false };
+    if (!/^[A-Za-z0-9_-]*$/.test(payload)) return { ok: false };
     try {
       return { ok: true, state: JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as unknown };
     } catch {

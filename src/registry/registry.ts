@@ -286,9 +286,15 @@ export class Registry {
    * Cancels one tracked request: records the cancellation row of its key (so `reason` and
    * `cancelled` answer as for `cancel`) but raises only this request's flag, not a namesake's.
    * What a transport does when the client of that one request goes away.
+   *
+   * Never refused: flagging one's own request must not depend on the scope's quota (another client
+   * of the scope could fill it). Its row is bounded by the in-flight table, not by the quota; if no
+   * row can be had at all, the flag is raised anyway and only the reason is lost.
    */
   cancelRequest(handle: TrackHandle, reason: unknown): CancelResult {
-    return this.#record(handle.id, reason, handle.scope, handle);
+    const result = this.#record(handle.id, reason, handle.scope, handle);
+    if (!result.ok) this.#inFlight.raise(handle.slot, handle.ctl);
+    return kOk;
   }
 
   #record(id: unknown, reason: unknown, scope: string, only: TrackHandle | undefined): CancelResult {
@@ -297,7 +303,7 @@ export class Registry {
     if (!enc.encode(id, checkScope(scope))) return kInvalid;
     const state = this.#state;
     const bucket = kStBuckets + (enc.scopeHash & this.#bucketMask);
-    if (this.maxRowsPerScope !== Infinity && Atomics.load(state, bucket) >= this.maxRowsPerScope && this.#scopeFull(scope)) {
+    if (only === undefined && this.maxRowsPerScope !== Infinity && Atomics.load(state, bucket) >= this.maxRowsPerScope && this.#scopeFull(scope)) {
       this.#counters[this.#cb + kCtCancellationsRefused]++;
       return kLimit;
     }

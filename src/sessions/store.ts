@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { KeyScratch, Roster, ShmTable, kIdentityMask, kLive, kStateMask } from '../../native-free-shm/index.js';
+import { KeyScratch, Roster, ShmTable, kIdentityMask, kLive, kSeqShift, kStateMask } from '../../native-free-shm/index.js';
 import type { RosterDescriptor, RosterMember, TableDescriptor } from '../../native-free-shm/index.js';
 
 /** Session ids: 128 random bits as 32 hex characters. */
@@ -7,7 +7,13 @@ const kIdBytes = 32;
 const kVCreated = 0;
 const kVSeen = 2;
 const kVPrincipal = 4; // 4 words: the first 128 bits of SHA-256(principal id), zero when anonymous
-const kVLogLevel = 8; // logging/setLevel: index into the log levels, -1 when never set
+/**
+ * logging/setLevel: `tag | level` (level 0xff: never set), where the tag is the session row's
+ * sequence number, so a level written for a session whose slot was since reused is never read as
+ * the new session's (and a stale writer's compare-and-swap fails).
+ */
+const kVLogLevel = 8;
+const kLevelUnset = 0xff;
 const kVCaps = 9; // client capabilities declared at initialize, as kCap* bits
 const kValueWords = 10;
 
@@ -28,6 +34,11 @@ export function capabilitiesOf(bits: number): Record<string, unknown> {
   if ((bits & kCapElicitation) !== 0) out.elicitation = {};
   if ((bits & kCapRoots) !== 0) out.roots = {};
   return out;
+}
+
+/** The tag of a row's log-level word: the row's sequence number (24 bits of it) above the level byte. */
+function levelTag(ctl: number): number {
+  return ((ctl >>> kSeqShift) & 0xffffff) << 8;
 }
 
 export interface SessionStoreDescriptor {
@@ -82,9 +93,9 @@ export class SessionStore {
     t.f64[(v + kVSeen) >>> 1] = now;
     this.#principalDigest(principalId);
     for (let i = 0; i < 4; i++) t.i32[v + kVPrincipal + i] = this.#digest[i];
-    t.i32[v + kVLogLevel] = -1;
     t.i32[v + kVCaps] = capabilities;
-    t.publish(slot, this.#member);
+    const ctl = t.publish(slot, this.#member);
+    Atomics.store(t.i32, v + kVLogLevel, levelTag(ctl) | kLevelUnset);
     return id;
   }
 
@@ -102,20 +113,37 @@ export class SessionStore {
     this.#principalDigest(principalId);
     for (let i = 0; i < 4; i++) if (t.i32[v + kVPrincipal + i] !== this.#digest[i]) return kMissing;
     t.f64[(v + kVSeen) >>> 1] = now;
-    return { ok: true, slot, ctl, logLevel: Atomics.load(t.i32, v + kVLogLevel), capabilities: t.i32[v + kVCaps] };
+    const word = Atomics.load(t.i32, v + kVLogLevel);
+    const level = (word & ~0xff) === levelTag(ctl) && (word & 0xff) !== kLevelUnset ? word & 0xff : -1;
+    return { ok: true, slot, ctl, logLevel: level, capabilities: t.i32[v + kVCaps] };
   }
 
   /** logging/setLevel: the session's level, seen by every worker. */
   setLogLevel(found: SessionLookup, level: number): void {
     if (!found.ok) return;
     const t = this.#table;
-    if (((t.ctl(found.slot) ^ found.ctl) & kIdentityMask) !== 0) return; // the session is gone
-    Atomics.store(t.i32, t.valueIndex(found.slot) + kVLogLevel, level);
+    const at = t.valueIndex(found.slot) + kVLogLevel;
+    const tag = levelTag(found.ctl);
+    for (;;) {
+      const word = Atomics.load(t.i32, at);
+      // The session is gone, or its slot already holds another session: nothing to set.
+      if (((t.ctl(found.slot) ^ found.ctl) & kIdentityMask) !== 0 || (word & ~0xff) !== tag) return;
+      if (Atomics.compareExchange(t.i32, at, word, tag | (level & 0xff)) === word) return;
+    }
   }
 
   /** Ends a session (DELETE). */
   delete(found: SessionLookup): void {
     if (found.ok) this.#table.remove(found.slot, found.ctl);
+  }
+
+  /** Ends the session with this id, if it exists (a refused initialize takes back what it created). */
+  remove(id: string): void {
+    if (id.length !== kIdBytes) return;
+    this.#key.setString(id);
+    const t = this.#table;
+    const slot = t.find(this.#key.words, this.#key.length, t.hash(this.#key.words, this.#key.length));
+    if (slot >= 0) t.remove(slot, t.matchCtl);
   }
 
   /** Removes sessions idle longer than `idleMs`; returns how many. */

@@ -167,7 +167,7 @@ describe('modern era: a client disconnect is the cancel', () => {
       a.destroy();
       b.destroy();
       await until(() => killed.length === 2, 5_000, 'two kills');
-      expect(killed).toEqual(expect.arrayContaining([{ requestId: 'k1', scope: 'ip:127.0.0.1' }, { requestId: 'k2', scope: 'ip:127.0.0.1' }]));
+      expect(killed).toEqual(expect.arrayContaining([{ requestId: 'k1', scope: 'modern:ip:127.0.0.1' }, { requestId: 'k2', scope: 'modern:ip:127.0.0.1' }]));
       await until(() => running!.server.registry.counters().inFlight === 0, 5_000, 'the killed requests\' rows to go');
       // The abandoned inline tool ran on to its end (4 s), but saw itself cancelled; nothing was written for it.
       await until(() => recorded(stubbornRecord).length === 2, 15_000, 'the abandoned tool to end');

@@ -2,16 +2,15 @@ import { threadId } from 'node:worker_threads';
 import { Engine } from '../../protocol/engine.js';
 import type { Era, Reply, RequestInfo, Running } from '../../protocol/engine.js';
 import { classify, parseJson } from '../../protocol/message.js';
+import { checkModernVersion, eraOf, metaOf, modernLogLevel } from '../../protocol/era.js';
 import {
-  ErrorCode, errorBody, kDefaultLegacyVersion, kLegacyVersions, kMetaClientCapabilities, kMetaLogLevel, kMetaProtocolVersion,
-  kModernVersion,
+  ErrorCode, ProtocolError, errorBody, kDefaultLegacyVersion, kLegacyVersions, kMetaClientCapabilities, kMetaProtocolVersion, kModernVersion,
 } from '../../protocol/wire.js';
 import type { JsonRpcId } from '../../protocol/wire.js';
 import { clientBucket } from '../../registry/index.js';
-import { kLogLevels } from '../../tools/context.js';
 import { capabilitiesOf, capabilityBits } from '../../sessions/store.js';
 import type { SessionStore } from '../../sessions/store.js';
-import { prometheusText } from '../../telemetry/counters.js';
+import { Counter, prometheusText } from '../../telemetry/counters.js';
 import type { Exchange } from './exchange.js';
 import { kSseHeaders, sseEvent } from './sse.js';
 
@@ -191,25 +190,31 @@ export class HttpEndpoint {
     if (message.kind === 'invalid') return this.#error(ex, 400, message.id, message.code, message.message);
     const method = message.kind === 'response' ? undefined : message.method;
     const params = message.kind === 'response' ? undefined : message.params;
-    const meta = params !== null && typeof params === 'object' ? (params as Record<string, unknown>)._meta : undefined;
-    const metaVersion = meta !== null && typeof meta === 'object' ? (meta as Record<string, unknown>)[kMetaProtocolVersion] : undefined;
+    const meta = metaOf(params);
     const headerVersion = ex.header('mcp-protocol-version');
-    // Body first (as the TS SDK classifies): per-request _meta makes a request modern, whatever its
-    // method (a modern initialize is then a 404); otherwise the 2026-07-28 header does; else legacy.
-    const era: Era = metaVersion !== undefined || headerVersion === kModernVersion ? 'modern' : 'legacy';
+    const era: Era = eraOf(meta, headerVersion);
     if (message.kind === 'response' && era === 'modern') {
       // 2026-07-28 servers send clients no requests (they return input_required instead).
       return this.#error(ex, 400, null, ErrorCode.InvalidRequest, 'Clients must not send responses');
+    }
+    if (message.kind === 'notification' && era === 'modern') {
+      // 2026-07-28 defines no client notifications over HTTP and no header rules for their POSTs
+      // (the official server answers 202): accepted and ignored. In particular a
+      // notifications/cancelled cancels nothing here: a modern request ends only when its own
+      // stream closes, so no other connection can cancel it.
+      this.#engine.config.counters.add(Counter.Notifications);
+      ex.respond(202, this.#worker, '');
+      return;
     }
     const id: JsonRpcId | null = message.kind === 'request' ? message.id : null;
     let info: RequestInfo;
     let sessionHeader: string | undefined;
     if (era === 'modern') {
-      const problem = this.#checkModern(ex, method ?? '', params as Record<string, unknown> | undefined, meta, metaVersion, headerVersion);
-      if (problem !== undefined) return this.#error(ex, problem[0], id, problem[1], problem[2], problem[3]);
-      const requested = (meta as Record<string, unknown>)[kMetaLogLevel];
-      const logLevel = kLogLevels.indexOf(requested as (typeof kLogLevels)[number]);
-      info = { era, version: kModernVersion, scope: this.#scope(undefined, principal.id, ex), logLevel: logLevel < 0 ? undefined : logLevel };
+      const problem = this.#checkModern(ex, method ?? '', params as Record<string, unknown> | undefined, meta, headerVersion);
+      if (problem !== undefined) return this.#error(ex, problem.httpStatus, id, problem.rpcCode, problem.message, problem.data);
+      // Modern requests live in scopes of their own (`modern:` + the client's scope): no legacy
+      // notifications/cancelled, whatever its scope, can name them.
+      info = { era, version: kModernVersion, scope: `modern:${this.#scope(undefined, principal.id, ex)}`, logLevel: modernLogLevel(meta) };
     } else {
       if (headerVersion !== undefined && !(kLegacyVersions as readonly string[]).includes(headerVersion)) {
         return this.#error(ex, 400, id, ErrorCode.InvalidRequest, `Bad Request: unsupported MCP-Protocol-Version ${headerVersion}`);
@@ -251,7 +256,7 @@ export class HttpEndpoint {
       else ex.respond(outcome.httpStatus, [...kJson, ...this.#worker], outcome.body);
       return;
     }
-    const reply = new HttpReply(ex, streams, this.#worker, sessionHeader);
+    const reply = new HttpReply(ex, streams, this.#worker, sessionHeader, sessionHeader === undefined ? undefined : this.#o.sessions);
     const running = this.#engine.handleRequest(message.id, message.method, message.params, info, reply);
     if (running !== undefined) {
       reply.running = running;
@@ -262,29 +267,25 @@ export class HttpEndpoint {
   }
 
   /** 2026-07-28 header and _meta rules, in the order the conformance suite checks them. */
-  #checkModern(ex: Exchange, method: string, params: Record<string, unknown> | undefined, meta: unknown, metaVersion: unknown, headerVersion: string | undefined): [number, number, string, unknown?] | undefined {
-    if (headerVersion === undefined) return [400, ErrorCode.HeaderMismatch, 'MCP-Protocol-Version header is required'];
-    if (typeof metaVersion !== 'string') return [400, ErrorCode.InvalidParams, `_meta["${kMetaProtocolVersion}"] is required`];
-    if (headerVersion !== metaVersion) return [400, ErrorCode.HeaderMismatch, 'MCP-Protocol-Version header does not match _meta'];
-    if (metaVersion !== kModernVersion) {
-      // Per-request _meta is the modern mechanism: only modern revisions can be asked for this way.
-      return [400, ErrorCode.UnsupportedProtocolVersion, 'Unsupported protocol version', { supported: [kModernVersion], requested: metaVersion }];
-    }
+  #checkModern(ex: Exchange, method: string, params: Record<string, unknown> | undefined, meta: Record<string, unknown> | undefined, headerVersion: string | undefined): ProtocolError | undefined {
+    if (headerVersion === undefined) return new ProtocolError(ErrorCode.HeaderMismatch, 'MCP-Protocol-Version header is required', undefined, 400);
+    const metaVersion = meta?.[kMetaProtocolVersion];
+    if (typeof metaVersion === 'string' && headerVersion !== metaVersion) return new ProtocolError(ErrorCode.HeaderMismatch, 'MCP-Protocol-Version header does not match _meta', undefined, 400);
+    const version = checkModernVersion(metaVersion);
+    if (version !== undefined) return version;
     const methodHeader = ex.header('mcp-method');
-    if (methodHeader !== method) return [400, ErrorCode.HeaderMismatch, methodHeader === undefined ? 'Mcp-Method header is required' : 'Mcp-Method header does not match the body'];
+    if (methodHeader !== method) return new ProtocolError(ErrorCode.HeaderMismatch, methodHeader === undefined ? 'Mcp-Method header is required' : 'Mcp-Method header does not match the body', undefined, 400);
     if (kNamedMethods.has(method)) {
       const named = params?.name ?? params?.uri;
       const nameHeader = decodeHeaderValue(ex.header('mcp-name'));
-      if (nameHeader === undefined) return [400, ErrorCode.HeaderMismatch, 'Mcp-Name header is required'];
-      if (nameHeader !== named) return [400, ErrorCode.HeaderMismatch, 'Mcp-Name header does not match the body'];
+      if (nameHeader === undefined) return new ProtocolError(ErrorCode.HeaderMismatch, 'Mcp-Name header is required', undefined, 400);
+      if (nameHeader !== named) return new ProtocolError(ErrorCode.HeaderMismatch, 'Mcp-Name header does not match the body', undefined, 400);
     }
-    const capabilities = (meta as Record<string, unknown>)[kMetaClientCapabilities];
+    const capabilities = meta?.[kMetaClientCapabilities];
     if (capabilities === null || typeof capabilities !== 'object' || Array.isArray(capabilities)) {
-      return [400, ErrorCode.InvalidParams, `_meta["${kMetaClientCapabilities}"] is required`];
+      return new ProtocolError(ErrorCode.InvalidParams, `_meta["${kMetaClientCapabilities}"] is required`, undefined, 400);
     }
-    if (!this.#engine.implements('modern', method) && !method.startsWith('notifications/')) {
-      return [404, ErrorCode.MethodNotFound, `Method not found: ${method}`];
-    }
+    if (!this.#engine.implements('modern', method)) return new ProtocolError(ErrorCode.MethodNotFound, `Method not found: ${method}`, undefined, 404);
     return undefined;
   }
 
@@ -318,7 +319,8 @@ export class HttpEndpoint {
   #hostAllowed(hosts: ReadonlySet<string>, host: string): boolean {
     if (host !== this.#lastHost) {
       this.#lastHost = host;
-      this.#lastHostOk = hosts.has(hostName(host));
+      const name = hostName(host);
+      this.#lastHostOk = name !== undefined && hosts.has(name);
     }
     return this.#lastHostOk;
   }
@@ -338,15 +340,26 @@ export class HttpEndpoint {
   }
 }
 
-/** The name part of a Host header value (`[::1]:3000` → `[::1]`), lower-case. */
-function hostName(host: string): string {
+/**
+ * The name part of a Host header value (`[::1]:3000` → `[::1]`), lower-case; undefined unless the
+ * value is exactly `name` or `name:port` with a decimal port (so `localhost:evil.example` is refused).
+ */
+export function hostName(host: string): string | undefined {
   const h = host.trim().toLowerCase();
+  let name: string;
+  let rest: string;
   if (h.startsWith('[')) {
     const end = h.indexOf(']');
-    return end === -1 ? h : h.slice(0, end + 1);
+    if (end === -1) return undefined;
+    name = h.slice(0, end + 1);
+    rest = h.slice(end + 1);
+  } else {
+    const colon = h.indexOf(':');
+    name = colon === -1 ? h : h.slice(0, colon);
+    rest = colon === -1 ? '' : h.slice(colon);
   }
-  const colon = h.lastIndexOf(':');
-  return colon === -1 ? h : h.slice(0, colon);
+  if (rest !== '' && !/^:[0-9]{1,5}$/.test(rest)) return undefined;
+  return name === '' ? undefined : name;
 }
 
 /** The media type of a Content-Type value, lower-case, without parameters. */
@@ -387,14 +400,17 @@ class HttpReply implements Reply {
   readonly #ex: Exchange;
   readonly #worker: readonly (readonly [string, string])[];
   readonly #session: string | undefined;
+  /** Where the session this reply's initialize created lives (a refused initialize removes it). */
+  readonly #store: SessionStore | undefined;
   #streaming = false;
   #done = false;
 
-  constructor(ex: Exchange, canStream: boolean, worker: readonly (readonly [string, string])[], session: string | undefined) {
+  constructor(ex: Exchange, canStream: boolean, worker: readonly (readonly [string, string])[], session: string | undefined, store: SessionStore | undefined) {
     this.#ex = ex;
     this.canStream = canStream;
     this.#worker = worker;
     this.#session = session;
+    this.#store = store;
   }
 
   #headers(base: readonly (readonly [string, string])[]): readonly (readonly [string, string])[] {
@@ -433,9 +449,12 @@ class HttpReply implements Reply {
   }
 
   busy(id: JsonRpcId): void {
+    // A refused request allocates nothing: the session its initialize created goes, unannounced.
+    if (this.#session !== undefined) this.#store?.remove(this.#session);
     if (this.#done || this.#ex.aborted) return;
     this.#done = true;
-    this.#ex.respond(503, this.#headers(kBusy), errorBody(id, ErrorCode.InternalError, 'Server busy: too many requests in flight'));
+    const headers = this.#worker.length === 0 ? kBusy : [...kBusy, ...this.#worker];
+    this.#ex.respond(503, headers, errorBody(id, ErrorCode.InternalError, 'Server busy: too many requests in flight'));
   }
 
   /** The client went away (or a streamed write failed). */

@@ -1,9 +1,10 @@
+import { isUtf8 } from 'node:buffer';
 import type { Readable, Writable } from 'node:stream';
 import { Engine } from '../../protocol/engine.js';
 import type { Era, Reply, RequestInfo } from '../../protocol/engine.js';
 import { classify } from '../../protocol/message.js';
-import { ErrorCode, errorBody, kDefaultLegacyVersion, kMetaLogLevel, kMetaProtocolVersion, kModernVersion } from '../../protocol/wire.js';
-import { kLogLevels } from '../../tools/context.js';
+import { checkModernVersion, eraOf, metaOf, modernLogLevel } from '../../protocol/era.js';
+import { ErrorCode, errorBody, kDefaultLegacyVersion, kMetaProtocolVersion, kModernVersion } from '../../protocol/wire.js';
 import type { JsonRpcId } from '../../protocol/wire.js';
 
 export interface StdioOptions {
@@ -35,7 +36,13 @@ export function serveStdio(engine: Engine, options: StdioOptions): Promise<void>
   const write = (line: string) => { output.write(`${line}\n`); };
   const settle = () => { if (ended && active === 0) finish(); };
 
-  const handleLine = (line: string) => {
+  const handleLine = (bytes: Buffer) => {
+    // Broken UTF-8 is refused as HTTP refuses it, not decoded lossily into U+FFFD.
+    if (!isUtf8(bytes)) {
+      write(errorBody(null, ErrorCode.ParseError, 'Parse error: the line is not valid UTF-8'));
+      return;
+    }
+    const line = bytes.toString('utf8');
     if (line.trim() === '') return;
     let value: unknown;
     try {
@@ -61,14 +68,19 @@ export function serveStdio(engine: Engine, options: StdioOptions): Promise<void>
       const caps = message.params?.capabilities;
       clientCapabilities = caps !== null && typeof caps === 'object' && !Array.isArray(caps) ? (caps as Record<string, unknown>) : {};
     }
-    const params = message.params as Record<string, unknown> | undefined;
-    const meta = params !== null && typeof params === 'object' ? (params._meta as Record<string, unknown> | undefined) : undefined;
-    const modern = meta !== null && typeof meta === 'object' && meta[kMetaProtocolVersion] !== undefined && message.method !== 'initialize';
-    const era: Era = modern ? 'modern' : 'legacy';
-    const requested = modern ? kLogLevels.indexOf(meta![kMetaLogLevel] as (typeof kLogLevels)[number]) : sessionLogLevel;
+    const meta = metaOf(message.params);
+    // The same era rules as HTTP (which has a header too; stdio has only the body).
+    const era: Era = eraOf(meta, undefined);
+    if (era === 'modern' && message.kind === 'request') {
+      const problem = checkModernVersion(meta?.[kMetaProtocolVersion]);
+      if (problem !== undefined) {
+        write(errorBody(message.id, problem.rpcCode, problem.message, problem.data));
+        return;
+      }
+    }
     const info: RequestInfo = {
-      era, version: modern ? kModernVersion : kDefaultLegacyVersion, scope: kScope,
-      logLevel: requested < 0 ? undefined : requested, setLogLevel, clientCapabilities,
+      era, version: era === 'modern' ? kModernVersion : kDefaultLegacyVersion, scope: kScope,
+      logLevel: era === 'modern' ? modernLogLevel(meta) : sessionLogLevel, setLogLevel, clientCapabilities,
     };
     if (message.kind === 'notification') {
       const outcome = engine.handleNotification(message.method, message.params, info);
@@ -99,7 +111,7 @@ export function serveStdio(engine: Engine, options: StdioOptions): Promise<void>
         write(errorBody(null, ErrorCode.ParseError, 'Line too long'));
         continue;
       }
-      const line = pendingSize === 0 ? piece.toString('utf8') : Buffer.concat([...pending, piece]).toString('utf8');
+      const line = pendingSize === 0 ? piece : Buffer.concat([...pending, piece]);
       pending = [];
       pendingSize = 0;
       handleLine(line);
