@@ -65,6 +65,11 @@ export interface Reply {
   cancelled(): void;
   /** Refused because the in-flight table is full (HTTP: 503 + Retry-After). */
   busy(id: JsonRpcId): void;
+  /**
+   * The request was released (untracked), whatever its outcome, exactly once: after a response, a
+   * cancel or a kill, and also after `busy` (then nothing was tracked).
+   */
+  released?(): void;
 }
 
 /** A request in progress, as the transport sees it. */
@@ -221,6 +226,7 @@ export class Engine {
     if (!handle.ok) {
       counters.add(Counter.Busy);
       reply.busy(id);
+      reply.released?.();
       return undefined;
     }
     const handler = (info.era === 'modern' ? this.#modern : this.#legacy).get(method);
@@ -870,6 +876,7 @@ class Run implements Running {
     const { registry } = this.engine.config;
     registry.untrack(this.handle);
     registry.clear(this.id, this.info.scope);
+    this.reply.released?.();
     if (requestStopChannel.hasSubscribers) {
       requestStopChannel.publish({ method: this.method, durationMs: performance.now() - this.started, status });
     }

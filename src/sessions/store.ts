@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { KeyScratch, Roster, ShmTable, kIdentityMask, kLive, kSeqShift, kStateMask } from '../../native-free-shm/index.js';
 import type { RosterDescriptor, RosterMember, TableDescriptor } from '../../native-free-shm/index.js';
 
@@ -15,7 +15,14 @@ const kVPrincipal = 4; // 4 words: the first 128 bits of SHA-256(principal id), 
 const kVLogLevel = 8;
 const kLevelUnset = 0xff;
 const kVCaps = 9; // client capabilities declared at initialize, as kCap* bits
-const kValueWords = 10;
+const kVClient = 10; // the creating client's bucket in the per-client session counts
+const kValueWords = 11;
+/**
+ * Live sessions per client, counted in buckets of a keyed hash of the client (principal, else
+ * address). Two clients sharing a bucket share its limit: collisions can only make the limit
+ * stricter, never looser, and the key (random per server) keeps a client from aiming at another's.
+ */
+const kClientBuckets = 4096;
 
 /** Client capabilities a session remembers (what the server may ask the client for). */
 const kCapSampling = 1;
@@ -45,7 +52,14 @@ export interface SessionStoreDescriptor {
   readonly kind: 'sluice/sessions';
   readonly roster: RosterDescriptor;
   readonly table: TableDescriptor;
+  /** Live sessions per client bucket (Int32 × kClientBuckets). */
+  readonly clients: SharedArrayBuffer;
+  /** Key of the client-bucket hash. */
+  readonly clientKey: Uint8Array;
 }
+
+/** Why a session could not be created: the table is full (503), or this client has its limit (429). */
+export type SessionRefusal = 'table_full' | 'client_limit';
 
 export type SessionLookup =
   | { readonly ok: true; readonly slot: number; readonly ctl: number; readonly logLevel: number; readonly capabilities: number }
@@ -63,31 +77,62 @@ export class SessionStore {
   readonly #member: RosterMember;
   readonly #key = new KeyScratch(kIdBytes);
   readonly #digest = new Int32Array(4);
+  readonly #clients: Int32Array;
+  readonly #clientBuffer: SharedArrayBuffer;
+  readonly #clientKey: Uint8Array;
 
   static create(capacity: number, maxThreads: number): SessionStore {
     const roster = Roster.create({ capacity: maxThreads });
     const table = ShmTable.create({ capacity, maxKeyBytes: kIdBytes, valueWords: kValueWords, tableId: 0 }, roster);
-    return new SessionStore({ kind: 'sluice/sessions', roster: roster.descriptor, table: table.descriptor });
+    return new SessionStore({
+      kind: 'sluice/sessions', roster: roster.descriptor, table: table.descriptor,
+      clients: new SharedArrayBuffer(kClientBuckets * 4), clientKey: new Uint8Array(randomBytes(16)),
+    });
   }
 
   constructor(descriptor: SessionStoreDescriptor) {
     this.#roster = Roster.attach(descriptor.roster);
     this.#table = ShmTable.attach(descriptor.table, this.#roster);
     this.#member = this.#roster.join();
+    this.#clientBuffer = descriptor.clients;
+    this.#clients = new Int32Array(descriptor.clients);
+    this.#clientKey = descriptor.clientKey;
   }
 
   get descriptor(): SessionStoreDescriptor {
-    return { kind: 'sluice/sessions', roster: this.#roster.descriptor, table: this.#table.descriptor };
+    return { kind: 'sluice/sessions', roster: this.#roster.descriptor, table: this.#table.descriptor, clients: this.#clientBuffer, clientKey: this.#clientKey };
   }
 
-  /** A new session bound to `principalId` (undefined: anonymous). Undefined when the store is full. */
-  create(principalId: string | undefined, capabilities = 0): string | undefined {
+  /** The bucket of a client (`principal:<id>` or `ip:<bucket>`) in the per-client session counts. */
+  clientBucket(client: string): number {
+    return createHmac('sha256', this.#clientKey).update(client).digest().readUInt32LE(0) % kClientBuckets;
+  }
+
+  /** Live sessions counted in a client's bucket (tests and metrics). */
+  clientSessions(client: string): number {
+    return Atomics.load(this.#clients, this.clientBucket(client));
+  }
+
+  /**
+   * A new session bound to `principalId` (undefined: anonymous), counted against `client`, which
+   * may hold at most `maxPerClient` live sessions. A refusal allocates nothing.
+   */
+  create(principalId: string | undefined, capabilities: number, client: string, maxPerClient: number): { ok: true; id: string } | { ok: false; reason: SessionRefusal } {
+    const bucket = this.clientBucket(client);
+    if (Atomics.add(this.#clients, bucket, 1) >= maxPerClient) {
+      Atomics.sub(this.#clients, bucket, 1);
+      return { ok: false, reason: 'client_limit' };
+    }
     const id = randomBytes(16).toString('hex');
     this.#key.setString(id);
     const t = this.#table;
     const slot = t.claim(this.#key.words, this.#key.length, t.hash(this.#key.words, this.#key.length), this.#member);
-    if (slot < 0) return undefined;
+    if (slot < 0) {
+      Atomics.sub(this.#clients, bucket, 1);
+      return { ok: false, reason: 'table_full' };
+    }
     const v = t.valueIndex(slot);
+    t.i32[v + kVClient] = bucket;
     const now = Date.now();
     t.f64[(v + kVCreated) >>> 1] = now;
     t.f64[(v + kVSeen) >>> 1] = now;
@@ -96,7 +141,7 @@ export class SessionStore {
     t.i32[v + kVCaps] = capabilities;
     const ctl = t.publish(slot, this.#member);
     Atomics.store(t.i32, v + kVLogLevel, levelTag(ctl) | kLevelUnset);
-    return id;
+    return { ok: true, id };
   }
 
   /** The live session with this id, owned by this principal; refreshes its idle clock. */
@@ -134,7 +179,16 @@ export class SessionStore {
 
   /** Ends a session (DELETE). */
   delete(found: SessionLookup): void {
-    if (found.ok) this.#table.remove(found.slot, found.ctl);
+    if (found.ok) this.#removeRow(found.slot, found.ctl);
+  }
+
+  /** Removes a row; whoever actually removed it gives its client's count back (exactly once). */
+  #removeRow(slot: number, ctl: number): boolean {
+    const t = this.#table;
+    const bucket = t.i32[t.valueIndex(slot) + kVClient];
+    if (t.remove(slot, ctl) === 0) return false;
+    if (bucket >= 0 && bucket < kClientBuckets) Atomics.sub(this.#clients, bucket, 1);
+    return true;
   }
 
   /** Ends the session with this id, if it exists (a refused initialize takes back what it created). */
@@ -143,7 +197,7 @@ export class SessionStore {
     this.#key.setString(id);
     const t = this.#table;
     const slot = t.find(this.#key.words, this.#key.length, t.hash(this.#key.words, this.#key.length));
-    if (slot >= 0) t.remove(slot, t.matchCtl);
+    if (slot >= 0) this.#removeRow(slot, t.matchCtl);
   }
 
   /** Removes sessions idle longer than `idleMs`; returns how many. */
@@ -153,7 +207,7 @@ export class SessionStore {
     let removed = 0;
     for (let s = 0; s < t.slots; s++) {
       const c = t.ctl(s);
-      if ((c & kStateMask) === kLive && now - t.f64[(t.valueIndex(s) + kVSeen) >>> 1] > idleMs && t.remove(s, c) !== 0) removed++;
+      if ((c & kStateMask) === kLive && now - t.f64[(t.valueIndex(s) + kVSeen) >>> 1] > idleMs && this.#removeRow(s, c)) removed++;
     }
     return removed;
   }

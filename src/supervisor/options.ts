@@ -39,6 +39,16 @@ export interface ServerOptions {
    * are served unless listed here; bound elsewhere, any Host is served unless this list is given.
    */
   allowedHosts?: readonly string[];
+  /**
+   * Live legacy sessions one client (its principal, else its address bucket) may hold, node-wide.
+   * Past it, initialize gets 429 + Retry-After. Default 1000.
+   */
+  maxSessionsPerClient?: number;
+  /**
+   * Requests one client (its principal, else its address bucket) may have running on one HTTP
+   * worker (so node-wide at most workers × this). Past it, 429 + Retry-After. Default 1024.
+   */
+  maxInFlightPerClient?: number;
   /** Largest request body. Default 4 MiB (413 beyond). */
   maxBodyBytes?: number;
   /** Time to receive a whole body after the headers. Default 30 s (408). */
@@ -81,6 +91,8 @@ export interface ResolvedOptions {
   trustProxy: boolean;
   allowedOrigins: readonly string[];
   allowedHosts: readonly string[];
+  maxSessionsPerClient: number;
+  maxInFlightPerClient: number;
   maxBodyBytes: number;
   bodyTimeoutMs: number;
   streamCancelTimeoutMs: number;
@@ -131,6 +143,8 @@ export function resolveOptions(options: ServerOptions): ResolvedOptions {
     trustProxy: bool('trustProxy', options.trustProxy, false),
     allowedOrigins: Array.isArray(options.allowedOrigins) ? options.allowedOrigins.map(String) : [],
     allowedHosts: Array.isArray(options.allowedHosts) ? options.allowedHosts.map((h) => String(h).toLowerCase()) : [],
+    maxSessionsPerClient: integer('maxSessionsPerClient', options.maxSessionsPerClient, 1000, 1, 10_000_000),
+    maxInFlightPerClient: integer('maxInFlightPerClient', options.maxInFlightPerClient, 1024, 1, 10_000_000),
     maxBodyBytes: integer('maxBodyBytes', options.maxBodyBytes, 4 * 1024 * 1024, 1, 1 << 30),
     bodyTimeoutMs: integer('bodyTimeoutMs', options.bodyTimeoutMs, 30_000, 1, 2 ** 31 - 1),
     streamCancelTimeoutMs: integer('streamCancelTimeoutMs', options.streamCancelTimeoutMs, 5_000, 0, 2 ** 31 - 1),

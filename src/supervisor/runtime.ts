@@ -89,6 +89,8 @@ export async function startRuntime(input: RuntimeInput, adapter: 'uws' | 'node')
     allowedOrigins: options.allowedOrigins,
     sessions,
     sessionIdleMs: options.sessionIdleMs,
+    maxSessionsPerClient: options.maxSessionsPerClient,
+    maxInFlightPerClient: options.maxInFlightPerClient,
     authenticate: input.authenticate,
     trustProxy: options.trustProxy,
     maxBodyBytes: options.maxBodyBytes,

@@ -8,9 +8,21 @@ export const Counter = {
   Killed: 1,
   Busy: 2,
   Notifications: 3,
+  /** Requests and initializes refused with 429 by a per-client limit. */
+  ClientLimited: 4,
+  /** Gauge: bytes written to streamed replies that their readers have not taken yet. */
+  StreamBufferedBytes: 5,
+  /** Progress notifications replaced by a newer one while their reader was slow. */
+  ProgressCoalesced: 6,
+  /** Log notifications dropped while their reader was slow. */
+  LogsDropped: 7,
+  /** Connections closed because their reader could not take the final response in time. */
+  SlowReadersClosed: 8,
 } as const;
 export type Counter = (typeof Counter)[keyof typeof Counter];
-const kCount = 4;
+const kCount = 9;
+/** Counters that are gauges: a dead thread's value is zeroed, since what it held went with it. */
+const kGauges: readonly Counter[] = [Counter.StreamBufferedBytes];
 
 export interface ServerCountersDescriptor {
   readonly kind: 'sluice/counters';
@@ -28,6 +40,11 @@ export class ServerCounters {
   constructor(descriptor: ServerCountersDescriptor) {
     this.#roster = Roster.attach(descriptor.roster);
     this.#member = this.#roster.join();
+    const counters = this.#member.counters;
+    this.#roster.onRelease((entry) => {
+      const base = this.#roster.counterBaseOf(entry);
+      for (const gauge of kGauges) counters[base + gauge] = 0;
+    });
   }
 
   get descriptor(): ServerCountersDescriptor {
@@ -72,5 +89,10 @@ export function prometheusText(registry: RegistryCounters, server: ServerCounter
   metric('sluice_cancellations_refused_total', 'counter', 'Cancellations refused by the per-scope quota.', registry.cancellationsRefused);
   metric('sluice_cancellation_evictions_total', 'counter', 'Cancellation rows evicted by the global cap.', registry.evictions);
   metric('sluice_cancellation_rows', 'gauge', 'Cancellation rows held now.', registry.cancellationRows);
+  metric('sluice_client_limited_total', 'counter', 'Requests and session creations refused with 429 by a per-client limit.', server.sum(Counter.ClientLimited));
+  metric('sluice_stream_buffered_bytes', 'gauge', 'Bytes of streamed replies written but not yet taken by their (slow) readers.', server.sum(Counter.StreamBufferedBytes));
+  metric('sluice_progress_coalesced_total', 'counter', 'Progress notifications replaced by a newer one while their reader was slow.', server.sum(Counter.ProgressCoalesced));
+  metric('sluice_logs_dropped_total', 'counter', 'Log notifications dropped while their reader was slow.', server.sum(Counter.LogsDropped));
+  metric('sluice_slow_readers_closed_total', 'counter', 'Connections closed because their reader could not take the final response in time.', server.sum(Counter.SlowReadersClosed));
   return `${lines.join('\n')}\n`;
 }

@@ -158,17 +158,61 @@ describe.each(['uws', 'node'] as const)('probe round 2 over %s', (http) => {
   });
 });
 
+describe.each(['uws', 'node'] as const)('per-client limits over %s', (http) => {
+  it('one client flooding requests and sessions gets 429 + Retry-After; other clients are served; /metrics counts it', async () => {
+    const url = await start({ http, trustProxy: true, metrics: true, maxInFlightPerClient: 3, maxSessionsPerClient: 2 });
+    const from = (address: string, session?: string) => ({ ...legacy, 'x-forwarded-for': address, ...(session === undefined ? {} : { 'mcp-session-id': session }) });
+    const a1 = String((await post(url, init, from('203.0.113.1'))).headers['mcp-session-id']);
+    expect((await post(url, init, from('203.0.113.1'))).status).toBe(200);
+    const third = await post(url, init, from('203.0.113.1'));
+    expect(third.status).toBe(429);
+    expect(third.headers['retry-after']).toBe('1');
+    expect(third.headers['mcp-session-id']).toBeUndefined();
+    const b = String((await post(url, init, from('203.0.113.2'))).headers['mcp-session-id']);
+    // Ending one of A's sessions gives A room again.
+    const del = await new Promise<number>((resolve, reject) => {
+      const req = request(url, { method: 'DELETE', agent: false, headers: from('203.0.113.1', a1) }, (res) => { res.resume(); resolve(res.statusCode ?? 0); });
+      req.on('error', reject);
+      req.end();
+    });
+    expect(del).toBe(204);
+    const a3 = String((await post(url, init, from('203.0.113.1'))).headers['mcp-session-id']);
+    expect(a3).toMatch(/^[0-9a-f]{32}$/);
+    // In flight: three running calls fill A's share; the fourth is refused, B is served meanwhile.
+    const records = [1, 2, 3].map(() => recordPath());
+    const calls = records.map((record, i) => openCall(url, call(10 + i, 'block', { ms: 10_000, record }), from('203.0.113.1', a3)));
+    await until(() => records.every((r) => recorded(r).length > 0), 10_000, 'three calls to start');
+    const fourth = await post(url, call(20, 'echo', { text: 'x' }), from('203.0.113.1', a3));
+    expect(fourth.status).toBe(429);
+    expect(JSON.parse(fourth.body)).toMatchObject({ id: 20, error: { message: expect.stringContaining('Too Many Requests') } });
+    const other = await post(url, call(21, 'echo', { text: 'y' }), from('203.0.113.2', b));
+    expect(other.status).toBe(200);
+    for (const c of calls) c.drop();
+    for (const id of [10, 11, 12]) await post(url, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id } }, from('203.0.113.1', a3));
+    await until(() => server!.registry.counters().inFlight === 0, 10_000, 'the calls to end');
+    expect((await post(url, call(22, 'echo', { text: 'z' }), from('203.0.113.1', a3))).status).toBe(200);
+    const metrics = await (await fetch(url.replace('/mcp', '/metrics'))).text();
+    expect(metrics).toMatch(/^sluice_client_limited_total 2$/m);
+  });
+});
+
+function session(store: SessionStore): string {
+  const created = store.create(undefined, 0, 'ip:127.0.0.1', 1000);
+  if (!created.ok) throw new Error(created.reason);
+  return created.id;
+}
+
 describe('session log levels', () => {
   it('a level set through a stale lookup never lands on the session that reused the slot', () => {
     const store = SessionStore.create(4, 8);
-    const first = store.create(undefined)!;
+    const first = session(store);
     const stale = store.lookup(first, undefined, 60_000);
     expect(stale.ok).toBe(true);
     store.delete(stale);
     // Fill until a new session takes the stale one's slot.
     let reused: string | undefined;
     for (let i = 0; i < 64 && reused === undefined; i++) {
-      const id = store.create(undefined)!;
+      const id = session(store);
       const found = store.lookup(id, undefined, 60_000);
       if (found.ok && stale.ok && found.slot === stale.slot) reused = id;
       else store.delete(found);

@@ -42,6 +42,10 @@ export interface HttpEndpointOptions {
   readonly metrics: boolean;
   /** Legacy era: treat a client disconnect as a cancel too (the spec says it SHOULD NOT be). */
   readonly cancelOnDisconnect: boolean;
+  /** Live legacy sessions one client (principal, else address) may hold, node-wide; past it 429. */
+  readonly maxSessionsPerClient: number;
+  /** Requests one client (principal, else address) may have running on this HTTP worker; past it 429. */
+  readonly maxInFlightPerClient: number;
   /** Add `sluice-worker: <threadId>` to responses (diagnostics and tests). */
   readonly exposeWorker: boolean;
   /**
@@ -235,11 +239,13 @@ export class HttpEndpoint {
         clientCapabilities = capabilitiesOf(found.capabilities);
       }
       if (store !== undefined && method === 'initialize' && message.kind === 'request') {
-        sessionHeader = store.create(principal.id, capabilityBits(message.params?.capabilities));
-        if (sessionHeader === undefined) {
+        const created = store.create(principal.id, capabilityBits(message.params?.capabilities), this.#client(principal.id, ex), this.#o.maxSessionsPerClient);
+        if (!created.ok) {
+          if (created.reason === 'client_limit') return this.#clientLimited(ex, id, 'too many sessions for this client');
           ex.respond(503, [['retry-after', '1'], ...kJson, ...this.#worker], errorBody(id, ErrorCode.InternalError, 'Server busy: session table full'));
           return;
         }
+        sessionHeader = created.id;
         sessionId = sessionHeader;
       }
       info = { era, version: headerVersion ?? kDefaultLegacyVersion, scope: this.#scope(sessionId, principal.id, ex), logLevel, setLogLevel, clientCapabilities };
@@ -256,10 +262,18 @@ export class HttpEndpoint {
       else ex.respond(outcome.httpStatus, [...kJson, ...this.#worker], outcome.body);
       return;
     }
-    const reply = new HttpReply(ex, streams, this.#worker, sessionHeader, sessionHeader === undefined ? undefined : this.#o.sessions);
-    const running = this.#engine.handleRequest(message.id, message.method, message.params, info, reply);
-    if (running !== undefined) {
-      reply.running = running;
+    // Per-client bound on this worker's running requests: one client cannot take the whole table.
+    const client = this.#client(principal.id, ex);
+    const running = this.#inFlight.get(client) ?? 0;
+    if (running >= this.#o.maxInFlightPerClient) {
+      if (sessionHeader !== undefined) this.#o.sessions?.remove(sessionHeader);
+      return this.#clientLimited(ex, id, 'too many requests in flight for this client');
+    }
+    this.#inFlight.set(client, running + 1);
+    const reply = new HttpReply(ex, streams, this.#worker, sessionHeader, sessionHeader === undefined ? undefined : this.#o.sessions, client, this.#releaseClient);
+    const handle = this.#engine.handleRequest(message.id, message.method, message.params, info, reply);
+    if (handle !== undefined) {
+      reply.running = handle;
       reply.cancelOnGone = era === 'modern' || this.#o.cancelOnDisconnect;
       ex.onAbort(() => reply.gone());
       if (ex.aborted) reply.gone();
@@ -287,6 +301,26 @@ export class HttpEndpoint {
     }
     if (!this.#engine.implements('modern', method)) return new ProtocolError(ErrorCode.MethodNotFound, `Method not found: ${method}`, undefined, 404);
     return undefined;
+  }
+
+  /** Requests running on this worker per client (entries go when they reach zero). */
+  readonly #inFlight = new Map<string, number>();
+  /** Bound once: a reply calls it when its request is released. */
+  readonly #releaseClient = (client: string): void => {
+    const n = (this.#inFlight.get(client) ?? 1) - 1;
+    if (n <= 0) this.#inFlight.delete(client);
+    else this.#inFlight.set(client, n);
+  };
+
+  /** The client a per-client limit counts: the principal, else the address bucket (never the session). */
+  #client(principalId: string | undefined, ex: Exchange): string {
+    return this.#scope(undefined, principalId, ex);
+  }
+
+  #clientLimited(ex: Exchange, id: JsonRpcId | null, what: string): void {
+    this.#engine.config.counters.add(Counter.ClientLimited);
+    if (ex.aborted) return;
+    ex.respond(429, [['retry-after', '1'], ...kJson, ...this.#worker], errorBody(id, ErrorCode.InternalError, `Too Many Requests: ${what}`));
   }
 
   #scope(sessionId: string | undefined, principalId: string | undefined, ex: Exchange): string {
@@ -402,15 +436,24 @@ class HttpReply implements Reply {
   readonly #session: string | undefined;
   /** Where the session this reply's initialize created lives (a refused initialize removes it). */
   readonly #store: SessionStore | undefined;
+  readonly #client: string;
+  readonly #release: (client: string) => void;
   #streaming = false;
   #done = false;
 
-  constructor(ex: Exchange, canStream: boolean, worker: readonly (readonly [string, string])[], session: string | undefined, store: SessionStore | undefined) {
+  constructor(ex: Exchange, canStream: boolean, worker: readonly (readonly [string, string])[], session: string | undefined, store: SessionStore | undefined, client: string, release: (client: string) => void) {
     this.#ex = ex;
     this.canStream = canStream;
     this.#worker = worker;
     this.#session = session;
     this.#store = store;
+    this.#client = client;
+    this.#release = release;
+  }
+
+  /** The engine released the request (it counted against its client until now). */
+  released(): void {
+    this.#release(this.#client);
   }
 
   #headers(base: readonly (readonly [string, string])[]): readonly (readonly [string, string])[] {
