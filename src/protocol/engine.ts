@@ -57,8 +57,12 @@ const kMaxRelayedResponse = 1024 * 1024;
 export interface Reply {
   /** Whether notifications can reach the client before the response (an SSE stream, stdio). */
   readonly canStream: boolean;
-  /** A notification related to this request (progress). */
-  notify(json: string): void;
+  /**
+   * A message for the client before the response: a notification related to this request, or a
+   * request to the client. `kind` tells a transport with a slow reader what it may coalesce
+   * (progress: only the newest matters) or drop (log messages); everything else must arrive.
+   */
+  notify(json: string, kind?: NotifyKind): void;
   /** The final JSON-RPC response. `httpStatus` for transports that have one. */
   respond(json: string, httpStatus: number): void;
   /** The request was cancelled: end the exchange without a JSON-RPC response. */
@@ -71,6 +75,9 @@ export interface Reply {
    */
   released?(): void;
 }
+
+/** What a message sent before the response is, for a transport that must shed load for a slow reader. */
+export type NotifyKind = 'progress' | 'log' | 'other';
 
 /** A request in progress, as the transport sees it. */
 export interface Running {
@@ -795,7 +802,7 @@ class Run implements Running {
       const params: Record<string, unknown> = { progressToken: token, progress };
       if (total !== undefined) params.total = total;
       if (message !== undefined) params.message = message;
-      this.reply.notify(notificationBody('notifications/progress', params));
+      this.reply.notify(notificationBody('notifications/progress', params), 'progress');
     };
   }
 
@@ -825,7 +832,7 @@ class Run implements Running {
       if (this.ended || kLogLevels.indexOf(level) < threshold) return;
       const params: Record<string, unknown> = { level, data };
       if (logger !== undefined) params.logger = logger;
-      this.reply.notify(notificationBody('notifications/message', params));
+      this.reply.notify(notificationBody('notifications/message', params), 'log');
     };
   }
 

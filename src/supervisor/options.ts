@@ -49,6 +49,17 @@ export interface ServerOptions {
    * worker (so node-wide at most workers × this). Past it, 429 + Retry-After. Default 1024.
    */
   maxInFlightPerClient?: number;
+  /**
+   * Bytes one connection may hold unsent (a client that stops reading its stream). Past it,
+   * progress notifications coalesce (only the newest is kept) and log notifications are dropped,
+   * both counted in /metrics. Default 1 MiB.
+   */
+  maxStreamBufferBytes?: number;
+  /**
+   * How long a final response may wait for such a reader to make room before the connection is
+   * closed (a disconnect: in the 2026-07-28 era, the request's cancel). Default 10 s.
+   */
+  slowReaderTimeoutMs?: number;
   /** Largest request body. Default 4 MiB (413 beyond). */
   maxBodyBytes?: number;
   /** Time to receive a whole body after the headers. Default 30 s (408). */
@@ -93,6 +104,8 @@ export interface ResolvedOptions {
   allowedHosts: readonly string[];
   maxSessionsPerClient: number;
   maxInFlightPerClient: number;
+  maxStreamBufferBytes: number;
+  slowReaderTimeoutMs: number;
   maxBodyBytes: number;
   bodyTimeoutMs: number;
   streamCancelTimeoutMs: number;
@@ -145,6 +158,8 @@ export function resolveOptions(options: ServerOptions): ResolvedOptions {
     allowedHosts: Array.isArray(options.allowedHosts) ? options.allowedHosts.map((h) => String(h).toLowerCase()) : [],
     maxSessionsPerClient: integer('maxSessionsPerClient', options.maxSessionsPerClient, 1000, 1, 10_000_000),
     maxInFlightPerClient: integer('maxInFlightPerClient', options.maxInFlightPerClient, 1024, 1, 10_000_000),
+    maxStreamBufferBytes: integer('maxStreamBufferBytes', options.maxStreamBufferBytes, 1024 * 1024, 1024, 1 << 30),
+    slowReaderTimeoutMs: integer('slowReaderTimeoutMs', options.slowReaderTimeoutMs, 10_000, 1, 2 ** 31 - 1),
     maxBodyBytes: integer('maxBodyBytes', options.maxBodyBytes, 4 * 1024 * 1024, 1, 1 << 30),
     bodyTimeoutMs: integer('bodyTimeoutMs', options.bodyTimeoutMs, 30_000, 1, 2 ** 31 - 1),
     streamCancelTimeoutMs: integer('streamCancelTimeoutMs', options.streamCancelTimeoutMs, 5_000, 0, 2 ** 31 - 1),

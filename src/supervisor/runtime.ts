@@ -91,6 +91,8 @@ export async function startRuntime(input: RuntimeInput, adapter: 'uws' | 'node')
     sessionIdleMs: options.sessionIdleMs,
     maxSessionsPerClient: options.maxSessionsPerClient,
     maxInFlightPerClient: options.maxInFlightPerClient,
+    maxStreamBufferBytes: options.maxStreamBufferBytes,
+    slowReaderTimeoutMs: options.slowReaderTimeoutMs,
     authenticate: input.authenticate,
     trustProxy: options.trustProxy,
     maxBodyBytes: options.maxBodyBytes,

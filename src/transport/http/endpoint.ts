@@ -12,7 +12,8 @@ import { capabilitiesOf, capabilityBits } from '../../sessions/store.js';
 import type { SessionStore } from '../../sessions/store.js';
 import { Counter, prometheusText } from '../../telemetry/counters.js';
 import type { Exchange } from './exchange.js';
-import { kSseHeaders, sseEvent } from './sse.js';
+import { HttpReply } from './reply.js';
+import type { SlowReaderPolicy } from './reply.js';
 
 /** What `authenticate` sees of a request. */
 export interface AuthRequest {
@@ -46,6 +47,10 @@ export interface HttpEndpointOptions {
   readonly maxSessionsPerClient: number;
   /** Requests one client (principal, else address) may have running on this HTTP worker; past it 429. */
   readonly maxInFlightPerClient: number;
+  /** Bytes one connection may hold unsent before progress coalesces and logs are dropped. */
+  readonly maxStreamBufferBytes: number;
+  /** How long a final response may wait for a slow reader to make room before its connection is closed. */
+  readonly slowReaderTimeoutMs: number;
   /** Add `sluice-worker: <threadId>` to responses (diagnostics and tests). */
   readonly exposeWorker: boolean;
   /**
@@ -72,9 +77,12 @@ export class HttpEndpoint {
   readonly #o: HttpEndpointOptions;
   readonly #worker: readonly (readonly [string, string])[];
 
+  readonly #slowReaders: SlowReaderPolicy;
+
   constructor(engine: Engine, options: HttpEndpointOptions) {
     this.#engine = engine;
     this.#o = options;
+    this.#slowReaders = { maxBufferedBytes: options.maxStreamBufferBytes, timeoutMs: options.slowReaderTimeoutMs, counters: engine.config.counters };
     this.#worker = options.exposeWorker ? [['sluice-worker', String(threadId)]] : [];
   }
 
@@ -270,7 +278,9 @@ export class HttpEndpoint {
       return this.#clientLimited(ex, id, 'too many requests in flight for this client');
     }
     this.#inFlight.set(client, running + 1);
-    const reply = new HttpReply(ex, streams, this.#worker, sessionHeader, sessionHeader === undefined ? undefined : this.#o.sessions, client, this.#releaseClient);
+    const reply = new HttpReply(ex, {
+      canStream: streams, worker: this.#worker, session: sessionHeader, store: this.#o.sessions, client, release: this.#releaseClient, policy: this.#slowReaders,
+    });
     const handle = this.#engine.handleRequest(message.id, message.method, message.params, info, reply);
     if (handle !== undefined) {
       reply.running = handle;
@@ -423,87 +433,5 @@ function decodeHeaderValue(value: string | undefined): string | undefined {
     return new TextDecoder('utf-8', { fatal: true }).decode(Buffer.from(m[1], 'base64'));
   } catch {
     return undefined;
-  }
-}
-
-/** The Reply of one HTTP request: JSON unless something is streamed first, then SSE. */
-class HttpReply implements Reply {
-  readonly canStream: boolean;
-  running: Running | undefined;
-  cancelOnGone = false;
-  readonly #ex: Exchange;
-  readonly #worker: readonly (readonly [string, string])[];
-  readonly #session: string | undefined;
-  /** Where the session this reply's initialize created lives (a refused initialize removes it). */
-  readonly #store: SessionStore | undefined;
-  readonly #client: string;
-  readonly #release: (client: string) => void;
-  #streaming = false;
-  #done = false;
-
-  constructor(ex: Exchange, canStream: boolean, worker: readonly (readonly [string, string])[], session: string | undefined, store: SessionStore | undefined, client: string, release: (client: string) => void) {
-    this.#ex = ex;
-    this.canStream = canStream;
-    this.#worker = worker;
-    this.#session = session;
-    this.#store = store;
-    this.#client = client;
-    this.#release = release;
-  }
-
-  /** The engine released the request (it counted against its client until now). */
-  released(): void {
-    this.#release(this.#client);
-  }
-
-  #headers(base: readonly (readonly [string, string])[]): readonly (readonly [string, string])[] {
-    // The common reply (no worker header, no new session) reuses the constant list as is.
-    if (this.#worker.length === 0 && this.#session === undefined) return base;
-    const headers = [...base, ...this.#worker];
-    if (this.#session !== undefined) headers.push(['mcp-session-id', this.#session]);
-    return headers;
-  }
-
-  notify(json: string): void {
-    if (this.#done || this.#ex.aborted) return;
-    if (!this.#streaming) {
-      this.#streaming = true;
-      this.#ex.startStream(200, this.#headers(kSseHeaders));
-    }
-    if (!this.#ex.write(sseEvent(json))) this.gone();
-  }
-
-  respond(json: string, httpStatus: number): void {
-    if (this.#done || this.#ex.aborted) return;
-    this.#done = true;
-    if (this.#streaming) {
-      this.#ex.write(sseEvent(json));
-      this.#ex.end();
-    } else {
-      this.#ex.respond(httpStatus, this.#headers(kJson), json);
-    }
-  }
-
-  cancelled(): void {
-    if (this.#done || this.#ex.aborted) return;
-    this.#done = true;
-    if (this.#streaming) this.#ex.end();
-    else this.#ex.respond(202, this.#headers(kNone), '');
-  }
-
-  busy(id: JsonRpcId): void {
-    // A refused request allocates nothing: the session its initialize created goes, unannounced.
-    if (this.#session !== undefined) this.#store?.remove(this.#session);
-    if (this.#done || this.#ex.aborted) return;
-    this.#done = true;
-    const headers = this.#worker.length === 0 ? kBusy : [...kBusy, ...this.#worker];
-    this.#ex.respond(503, headers, errorBody(id, ErrorCode.InternalError, 'Server busy: too many requests in flight'));
-  }
-
-  /** The client went away (or a streamed write failed). */
-  gone(): void {
-    if (this.#done) return;
-    this.#done = true;
-    if (this.cancelOnGone) this.running?.clientGone('client disconnected');
   }
 }

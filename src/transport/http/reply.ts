@@ -1,0 +1,241 @@
+import type { NotifyKind, Reply, Running } from '../../protocol/engine.js';
+import { ErrorCode, errorBody } from '../../protocol/wire.js';
+import type { JsonRpcId } from '../../protocol/wire.js';
+import type { SessionStore } from '../../sessions/store.js';
+import { Counter } from '../../telemetry/counters.js';
+import type { ServerCounters } from '../../telemetry/counters.js';
+import type { Exchange } from './exchange.js';
+import { kSseHeaders, sseEvent } from './sse.js';
+
+type Headers = readonly (readonly [string, string])[];
+
+const kJson: Headers = [['content-type', 'application/json']];
+const kBusy: Headers = [['retry-after', '1'], ['content-type', 'application/json']];
+const kNone: Headers = [];
+
+/** How a reply treats a reader that does not keep up (per connection: one exchange at a time). */
+export interface SlowReaderPolicy {
+  /** Bytes a connection may hold unsent before progress coalesces and logs are dropped. */
+  readonly maxBufferedBytes: number;
+  /** How long the final response may wait for room before the connection is closed. */
+  readonly timeoutMs: number;
+  readonly counters: ServerCounters;
+}
+
+/** What the endpoint knows of a request that its reply needs. */
+export interface HttpReplyInit {
+  readonly canStream: boolean;
+  readonly worker: Headers;
+  /** A session this request's initialize created (announced in the reply; removed if refused). */
+  readonly session: string | undefined;
+  readonly store: SessionStore | undefined;
+  /** The client a per-client limit counts, and what to call when the request is released. */
+  readonly client: string;
+  readonly release: (client: string) => void;
+  readonly policy: SlowReaderPolicy;
+}
+
+/**
+ * The Reply of one HTTP request: JSON unless something is streamed first, then SSE.
+ *
+ * Slow readers: memory held for one connection is bounded by `maxBufferedBytes` plus one pending
+ * progress message and the final response. Past the bound, progress coalesces (only the newest
+ * value per request is kept: all a progress bar needs), log messages are dropped (counted), and
+ * other messages (requests to the client, list changes) wait in order. A final response that finds
+ * no room within `timeoutMs` closes the connection, which counts as the client going away.
+ */
+export class HttpReply implements Reply {
+  readonly canStream: boolean;
+  running: Running | undefined;
+  cancelOnGone = false;
+  readonly #ex: Exchange;
+  readonly #init: HttpReplyInit;
+  #streaming = false;
+  /** No more writes: the response went out (or is waiting for room), or the client is gone. */
+  #done = false;
+  /** Past the bound: writes wait for a drain. */
+  #congested = false;
+  #pendingProgress: string | undefined;
+  #pendingOther: string[] | undefined;
+  /** The final SSE event waiting for room (then `end`). */
+  #pendingFinal: string | undefined;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  /** Bytes of this exchange last added to the buffered-bytes gauge. */
+  #reported = 0;
+
+  constructor(ex: Exchange, init: HttpReplyInit) {
+    this.#ex = ex;
+    this.#init = init;
+    this.canStream = init.canStream;
+  }
+
+  #headers(base: Headers): Headers {
+    // The common reply (no worker header, no new session) reuses the constant list as is.
+    const { worker, session } = this.#init;
+    if (worker.length === 0 && session === undefined) return base;
+    const headers = [...base, ...worker];
+    if (session !== undefined) headers.push(['mcp-session-id', session]);
+    return headers;
+  }
+
+  notify(json: string, kind: NotifyKind = 'other'): void {
+    if (this.#done || this.#ex.aborted) return;
+    if (!this.#streaming) {
+      this.#streaming = true;
+      this.#ex.startStream(200, this.#headers(kSseHeaders));
+    }
+    if (this.#congested) {
+      this.#hold(json, kind);
+      return;
+    }
+    this.#write(sseEvent(json));
+  }
+
+  respond(json: string, httpStatus: number): void {
+    if (this.#done || this.#ex.aborted) return;
+    this.#done = true;
+    if (!this.#streaming) {
+      this.#ex.respond(httpStatus, this.#headers(kJson), json);
+      return;
+    }
+    if (this.#congested) {
+      this.#pendingFinal = sseEvent(json);
+      this.#armTimer();
+      return;
+    }
+    this.#ex.write(sseEvent(json));
+    this.#ex.end();
+    this.#watchFinal();
+  }
+
+  cancelled(): void {
+    if (this.#done || this.#ex.aborted) return;
+    this.#done = true;
+    this.#dropPending();
+    this.#pendingFinal = undefined;
+    this.#clearTimer();
+    if (this.#streaming) this.#ex.end();
+    else this.#ex.respond(202, this.#headers(kNone), '');
+    this.#watchFinal();
+  }
+
+  busy(id: JsonRpcId): void {
+    // A refused request allocates nothing: the session its initialize created goes, unannounced.
+    const { session, store, worker } = this.#init;
+    if (session !== undefined) store?.remove(session);
+    if (this.#done || this.#ex.aborted) return;
+    this.#done = true;
+    this.#ex.respond(503, worker.length === 0 ? kBusy : [...kBusy, ...worker], errorBody(id, ErrorCode.InternalError, 'Server busy: too many requests in flight'));
+  }
+
+  released(): void {
+    this.#init.release(this.#init.client);
+  }
+
+  /** The client went away (or a streamed write failed, or it read too slowly). */
+  gone(): void {
+    this.#clearTimer();
+    this.#dropPending();
+    this.#pendingFinal = undefined;
+    this.#unreport();
+    if (this.#done) return;
+    this.#done = true;
+    if (this.cancelOnGone) this.running?.clientGone('client disconnected');
+  }
+
+  #write(chunk: string): void {
+    if (!this.#ex.write(chunk)) {
+      this.gone();
+      return;
+    }
+    const buffered = this.#ex.bufferedBytes;
+    if (buffered === 0 && this.#reported === 0) return;
+    this.#report();
+    if (buffered > this.#init.policy.maxBufferedBytes) {
+      this.#congested = true;
+      this.#ex.onDrain(() => this.#drained());
+    }
+  }
+
+  #hold(json: string, kind: NotifyKind): void {
+    const { counters } = this.#init.policy;
+    if (kind === 'progress') {
+      if (this.#pendingProgress !== undefined) counters.add(Counter.ProgressCoalesced);
+      this.#pendingProgress = json;
+    } else if (kind === 'log') {
+      counters.add(Counter.LogsDropped);
+    } else {
+      (this.#pendingOther ??= []).push(json);
+    }
+  }
+
+  /** Room again: send what waited, in order (others, then the newest progress, then the response). */
+  #drained(): void {
+    this.#congested = false;
+    if (this.#ex.aborted) return;
+    const others = this.#pendingOther;
+    this.#pendingOther = undefined;
+    const progress = this.#pendingProgress;
+    this.#pendingProgress = undefined;
+    if (others !== undefined) for (const json of others) this.#ex.write(sseEvent(json));
+    if (progress !== undefined) this.#ex.write(sseEvent(progress));
+    const final = this.#pendingFinal;
+    if (final !== undefined) {
+      this.#pendingFinal = undefined;
+      this.#clearTimer();
+      this.#ex.write(final);
+      this.#ex.end();
+      this.#watchFinal();
+      return;
+    }
+    this.#report();
+    if (this.#ex.bufferedBytes > this.#init.policy.maxBufferedBytes) {
+      this.#congested = true;
+      this.#ex.onDrain(() => this.#drained());
+    }
+  }
+
+  /**
+   * After the last write the exchange has ended: what is still buffered is the adapter's (at most
+   * the bound plus the final response) until the reader takes it or the connection times out.
+   */
+  #watchFinal(): void {
+    this.#unreport();
+  }
+
+  #armTimer(): void {
+    if (this.#timer !== undefined) return;
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      this.#init.policy.counters.add(Counter.SlowReadersClosed);
+      this.#ex.destroy();
+      this.gone();
+    }, this.#init.policy.timeoutMs);
+    this.#timer.unref();
+  }
+
+  #clearTimer(): void {
+    if (this.#timer === undefined) return;
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+  }
+
+  #dropPending(): void {
+    this.#pendingProgress = undefined;
+    this.#pendingOther = undefined;
+  }
+
+  /** Moves this exchange's share of the buffered-bytes gauge to what the adapter holds now. */
+  #report(): void {
+    const now = this.#ex.aborted ? 0 : this.#ex.bufferedBytes;
+    if (now === this.#reported) return;
+    this.#init.policy.counters.add(Counter.StreamBufferedBytes, now - this.#reported);
+    this.#reported = now;
+  }
+
+  #unreport(): void {
+    if (this.#reported === 0) return;
+    this.#init.policy.counters.add(Counter.StreamBufferedBytes, -this.#reported);
+    this.#reported = 0;
+  }
+}
