@@ -106,6 +106,8 @@ export async function startRuntime(input: RuntimeInput, adapter: 'uws' | 'node')
     port: input.port,
     maxBodyBytes: options.maxBodyBytes,
     bodyTimeoutMs: options.bodyTimeoutMs,
+    // An authenticate hook may read any header (x-api-key…); without one only the fixed list is copied.
+    allHeaders: input.authenticate !== undefined,
     handler: (ex) => endpoint.handle(ex),
   };
   const listening = adapter === 'uws' ? await listenUws(adapterOptions) : await listenNode(adapterOptions);

@@ -8,6 +8,11 @@ export interface AdapterOptions {
   readonly maxBodyBytes: number;
   /** A body not fully received this long after the headers gets 408 (slow senders). */
   readonly bodyTimeoutMs: number;
+  /**
+   * Copy every request header instead of only `kRequestHeaders` (what an authenticate hook may
+   * read). Off, the hot path copies the fixed list only.
+   */
+  readonly allHeaders: boolean;
   readonly handler: (exchange: Exchange) => void;
 }
 

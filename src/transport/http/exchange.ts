@@ -9,14 +9,26 @@ export interface Exchange {
   readonly path: string;
   /** The socket peer's address (text form). */
   readonly remoteAddress: string;
-  /** A request header by lower-case name, copied when the request arrived. */
+  /**
+   * A request header by lower-case name, copied when the request arrived: those in
+   * `kRequestHeaders`, or every header when the adapter was started with `allHeaders`. Repeats of a
+   * header are joined with ', ' (cookie: '; '), except those in `kSingleHeaders`: the first value
+   * is kept and `duplicateHeader` names the header.
+   */
   header(name: string): string | undefined;
   /**
+   * The lower-case name of the first header of `kSingleHeaders` seen more than once in this request
+   * (in the order the repeats arrived), else undefined. Both adapters see every repeat, so the
+   * endpoint can refuse such a request instead of each adapter resolving it its own way.
+   */
+  readonly duplicateHeader: string | undefined;
+  /**
    * Reads the whole body, at most `limit` bytes. Resolves `undefined` if the client went away, and
-   * `'too_large'` past the limit (the adapter has then already answered 413 and closed).
+   * `'too_large'` past the limit (the adapter has then already answered 413 and closed). A body that
+   * arrived before this call (e.g. while an authenticate hook was waiting) is returned whole.
    */
   readBody(limit: number): Promise<Uint8Array | 'too_large' | undefined>;
-  /** Called once if the client goes away before the exchange ended. */
+  /** Called once if the client goes away (or `destroy()` is called) before the exchange ended. */
   onAbort(listener: () => void): void;
   /** True once the client is gone. */
   readonly aborted: boolean;
@@ -24,10 +36,33 @@ export interface Exchange {
   respond(status: number, headers: readonly (readonly [string, string])[], body: string): void;
   /** Starts a streamed response (SSE). */
   startStream(status: number, headers: readonly (readonly [string, string])[]): void;
-  /** Writes a chunk of a started stream; false if the client is gone. */
+  /**
+   * Writes a chunk of a started stream; false only if the client is gone. The adapter never drops
+   * what it accepted: a client that reads slowly shows in `bufferedBytes`, and the caller decides
+   * what to do about it (coalesce, skip, `destroy()`).
+   */
   write(chunk: string): boolean;
   /** Ends a started stream. */
   end(): void;
+  /**
+   * Bytes accepted by write()/startStream()/respond() that the socket has not taken yet (the
+   * adapter's queue plus the transport's own buffer). 0 while the client keeps up. node:http: exact
+   * (`res.writableLength`, socket included). uWS, which reports progress only through write
+   * results: exact for what the adapter queues, plus at most the unsent part of the writes that met
+   * backpressure (counted whole until a later write shows they went out).
+   */
+  readonly bufferedBytes: number;
+  /**
+   * Sets the one drain listener: called each time the buffered bytes fall back to 0 after a write
+   * met backpressure (the socket could not take it at once: uWS `write()` false, node:http above
+   * the response's 16 KiB high-water mark). Not called after the exchange ended or aborted.
+   */
+  onDrain(listener: () => void): void;
+  /**
+   * Closes the connection at once, dropping anything buffered (a reader too slow to keep within
+   * its bound). The exchange then counts as aborted and the onAbort listener fires once.
+   */
+  destroy(): void;
 }
 
 /** Headers every adapter copies up front (uWS only allows reading them synchronously). */
@@ -35,6 +70,34 @@ export const kRequestHeaders = [
   'accept', 'authorization', 'content-length', 'content-type', 'cookie', 'host', 'last-event-id', 'mcp-method',
   'mcp-name', 'mcp-protocol-version', 'mcp-session-id', 'origin', 'x-forwarded-for',
 ] as const;
+
+/**
+ * Security-relevant headers a request may carry only once: a repeat makes `duplicateHeader` name it
+ * (two values for one of these let a proxy and the server see different requests). Each is also in
+ * `kRequestHeaders`, so the check needs no extra header copies.
+ */
+export const kSingleHeaders = [
+  'host', 'origin', 'authorization', 'content-type', 'content-length', 'mcp-session-id', 'mcp-protocol-version',
+  'mcp-method', 'mcp-name', 'x-forwarded-for',
+] as const;
+
+const kSingle: ReadonlySet<string> = new Set(kSingleHeaders);
+
+/**
+ * Stores one request header into `headers` (lower-case `name`) by the rules of `Exchange.header`;
+ * returns `name` when it is a repeat of a `kSingleHeaders` header, else undefined. Shared by the
+ * adapters so both resolve repeats alike.
+ */
+export function addHeader(headers: Map<string, string>, name: string, value: string): string | undefined {
+  const previous = headers.get(name);
+  if (previous === undefined) {
+    headers.set(name, value);
+    return undefined;
+  }
+  if (kSingle.has(name)) return name;
+  headers.set(name, `${previous}${name === 'cookie' ? '; ' : ', '}${value}`);
+  return undefined;
+}
 
 export const kStatusText: Record<number, string> = {
   200: 'OK', 202: 'Accepted', 204: 'No Content', 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden',

@@ -4,7 +4,9 @@ import type { Socket } from 'node:net';
 import { SluiceError } from '../../../errors.js';
 import type { AdapterOptions, Listening } from '../adapter.js';
 import type { Exchange } from '../exchange.js';
-import { kRequestHeaders } from '../exchange.js';
+import { addHeader, kRequestHeaders } from '../exchange.js';
+
+const kWanted: ReadonlySet<string> = new Set(kRequestHeaders);
 
 /** node:http adapter: the same contract as the uWS one, for when uWS cannot load or is not wanted. */
 export function listenNode(options: AdapterOptions): Promise<Listening> {
@@ -61,12 +63,14 @@ class NodeExchange implements Exchange {
   readonly method: string;
   readonly path: string;
   readonly remoteAddress: string;
+  readonly duplicateHeader: string | undefined;
   aborted = false;
   readonly #req: IncomingMessage;
   readonly #res: ServerResponse;
   readonly #options: AdapterOptions;
   readonly #headers = new Map<string, string>();
   #onAbort: (() => void) | undefined;
+  #onDrain: (() => void) | undefined;
 
   constructor(req: IncomingMessage, res: ServerResponse, options: AdapterOptions) {
     this.#req = req;
@@ -77,12 +81,17 @@ class NodeExchange implements Exchange {
     const q = url.indexOf('?');
     this.path = q === -1 ? url : url.slice(0, q);
     this.remoteAddress = req.socket.remoteAddress ?? '';
-    for (const name of kRequestHeaders) {
-      const value = req.headers[name];
-      if (value !== undefined) this.#headers.set(name, Array.isArray(value) ? value.join(', ') : value);
+    // From rawHeaders, not req.headers: node merges or drops repeats there, per header, its own way.
+    const raw = req.rawHeaders;
+    const all = options.allHeaders;
+    let repeated: string | undefined;
+    for (let i = 0; i < raw.length; i += 2) {
+      const name = raw[i].toLowerCase();
+      if (all || kWanted.has(name)) repeated ??= addHeader(this.#headers, name, raw[i + 1]);
     }
+    this.duplicateHeader = repeated;
     res.once('close', () => {
-      if (!res.writableFinished) {
+      if (!res.writableFinished && !this.aborted) {
         this.aborted = true;
         this.#onAbort?.();
       }
@@ -98,6 +107,7 @@ class NodeExchange implements Exchange {
   }
 
   readBody(limit: number): Promise<Uint8Array | 'too_large' | undefined> {
+    if (this.aborted) return Promise.resolve(undefined);
     const max = Math.min(limit, this.#options.maxBodyBytes);
     const declared = Number(this.#headers.get('content-length'));
     if (declared > max) return Promise.resolve(this.#tooLarge());
@@ -160,5 +170,23 @@ class NodeExchange implements Exchange {
 
   end(): void {
     if (!this.aborted) this.#res.end();
+  }
+
+  /** The response's own buffer plus the socket's (node:http counts both in writableLength). */
+  get bufferedBytes(): number {
+    return this.aborted ? 0 : this.#res.writableLength;
+  }
+
+  onDrain(listener: () => void): void {
+    // 'drain' fires when a write returned false (past the 16 KiB high-water mark) and all is out.
+    if (this.#onDrain === undefined) this.#res.on('drain', () => { if (!this.aborted) this.#onDrain?.(); });
+    this.#onDrain = listener;
+  }
+
+  destroy(): void {
+    if (this.aborted || this.#res.writableFinished) return;
+    this.aborted = true;
+    this.#res.destroy();
+    this.#onAbort?.();
   }
 }

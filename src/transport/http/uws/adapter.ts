@@ -1,7 +1,7 @@
 import { SluiceError } from '../../../errors.js';
 import type { AdapterOptions, Listening } from '../adapter.js';
 import type { Exchange } from '../exchange.js';
-import { kRequestHeaders, kStatusText } from '../exchange.js';
+import { addHeader, kRequestHeaders, kStatusText } from '../exchange.js';
 import { loadUws } from './load.js';
 import type { UwsRequest, UwsResponse } from './load.js';
 
@@ -26,6 +26,26 @@ function addressText(res: UwsResponse): string {
 }
 const kWanted: ReadonlySet<string> = new Set(kRequestHeaders);
 
+// `HttpRequest.forEach` calls back synchronously: two module-level callbacks and the map they fill
+// spare a closure per request.
+let collecting = new Map<string, string>();
+let repeated: string | undefined;
+function collectWanted(name: string, value: string): void {
+  if (kWanted.has(name)) repeated ??= addHeader(collecting, name, value);
+}
+function collectAll(name: string, value: string): void {
+  repeated ??= addHeader(collecting, name, value);
+}
+
+// One corked write without a closure per call (cork runs its callback synchronously).
+let corkRes: UwsResponse;
+let corkChunk = '';
+let corkOk = true;
+function corkedWrite(): void {
+  corkOk = corkRes.write(corkChunk);
+}
+function noop(): void {}
+
 /** uWebSockets.js adapter. Several threads may listen on one port (SO_REUSEPORT, Linux). */
 export function listenUws(options: AdapterOptions): Promise<Listening> {
   const uws = loadUws();
@@ -42,7 +62,9 @@ export function listenUws(options: AdapterOptions): Promise<Listening> {
   return new Promise((resolve, reject) => {
     app.listen(options.host, options.port, (socket) => {
       if (!socket) {
-        reject(new SluiceError('listen_failed', `uWebSockets.js cannot listen on ${options.host}:${options.port}`));
+        // uWS gives no reason; these are the usual ones (it binds with SO_REUSEPORT, so a port held
+        // by another uWS process may even be shared: the supervisor checks for that up front).
+        reject(new SluiceError('listen_failed', `uWebSockets.js cannot listen on ${options.host}:${options.port}: the port is probably in use by another process, or binding to it is not permitted (a port below 1024 without privileges, or an address this machine does not have)`));
         return;
       }
       resolve({
@@ -73,6 +95,7 @@ export function listenUws(options: AdapterOptions): Promise<Listening> {
 class UwsExchange implements Exchange {
   readonly method: string;
   readonly path: string;
+  readonly duplicateHeader: string | undefined;
   aborted = false;
   #remoteAddress: string | undefined;
   readonly #res: UwsResponse;
@@ -87,6 +110,17 @@ class UwsExchange implements Exchange {
   /** When the body must have arrived (0: no deadline). Checked by the adapter's sweep. */
   #deadline = 0;
   #ended = false;
+  #onDrain: (() => void) | undefined;
+  /**
+   * Backpressure. uWS reports progress only through write results, and once an onWritable handler
+   * is set it drains its own buffer only when written to. So after a write met backpressure, chunks
+   * wait here (`#queue`, `#queued` bytes) until the socket is writable; `#held` bounds what uWS
+   * itself still holds. `#queue` is undefined while the client keeps up.
+   */
+  #queue: string[] | undefined;
+  #queued = 0;
+  #held = 0;
+  #watching = false;
 
   constructor(res: UwsResponse, req: UwsRequest, options: AdapterOptions, open: Set<UwsExchange>) {
     this.#res = res;
@@ -97,11 +131,14 @@ class UwsExchange implements Exchange {
     const q = url.indexOf('?');
     this.path = q === -1 ? url : url.slice(0, q);
     // HttpRequest lives only in this synchronous call: copy what we need now, in one pass.
-    const headers = this.#headers;
-    req.forEach((name, value) => { if (kWanted.has(name)) headers.set(name, value); });
+    collecting = this.#headers;
+    repeated = undefined;
+    req.forEach(options.allHeaders ? collectAll : collectWanted);
+    this.duplicateHeader = repeated;
     open.add(this);
     res.onAborted(() => {
       this.aborted = true;
+      this.#queue = undefined;
       this.#finish();
       this.#settle(undefined);
       this.#onAbort?.();
@@ -128,7 +165,8 @@ class UwsExchange implements Exchange {
         if (isLast) {
           this.#complete = true;
           this.#deadline = 0;
-          this.#settle(this.#body());
+          // Keep the chunks if nobody waits yet (an authenticate hook may still be running).
+          if (this.#waiter !== undefined) this.#settle(this.#body());
         }
       });
       this.#deadline = Date.now() + options.bodyTimeoutMs;
@@ -160,7 +198,11 @@ class UwsExchange implements Exchange {
       this.#refuseTooLarge();
       return Promise.resolve('too_large');
     }
-    if (this.#complete) return Promise.resolve(this.#body());
+    if (this.#complete) {
+      const body = this.#body();
+      this.#chunks = [];
+      return Promise.resolve(body);
+    }
     return new Promise((resolve) => { this.#waiter = resolve; });
   }
 
@@ -214,20 +256,109 @@ class UwsExchange implements Exchange {
 
   write(chunk: string): boolean {
     if (this.aborted || this.#ended) return false;
-    this.#res.cork(() => { this.#res.write(chunk); }); // false only means buffered, not gone
+    const queue = this.#queue;
+    if (queue !== undefined) {
+      queue.push(chunk);
+      this.#queued += Buffer.byteLength(chunk);
+      return true;
+    }
+    corkRes = this.#res;
+    corkChunk = chunk;
+    this.#res.cork(corkedWrite);
+    // false means uWS buffered part of it, not that the client is gone.
+    if (!corkOk) this.#pressed(Buffer.byteLength(chunk));
     return true;
+  }
+
+  get bufferedBytes(): number {
+    return this.#queue === undefined ? 0 : this.#queued + this.#held;
+  }
+
+  onDrain(listener: () => void): void {
+    this.#onDrain = listener;
+  }
+
+  /** A write met backpressure: queue from now on and watch for the socket to take more. */
+  #pressed(bytes: number): void {
+    this.#held += bytes;
+    this.#queue = [];
+    if (!this.#watching) {
+      this.#watching = true;
+      this.#res.onWritable(() => this.#writable());
+    }
+  }
+
+  /**
+   * The socket can take more. Writes here are uncorked so their result is exact: true means uWS's
+   * buffer and the chunk went out whole. The last character is written on its own, so when it goes
+   * out everything before it did too; when it does not, uWS holds at most that character.
+   * Returning false keeps uWS watching for the next writable event.
+   */
+  #writable(): boolean {
+    const res = this.#res;
+    const queue = this.#queue;
+    if (queue === undefined || queue.length === 0) {
+      // Nothing of ours waits; push out what uWS holds (with a handler set it does not do so
+      // itself). The socket just reported room, and what uWS holds is one write's remainder at most.
+      res.cork(noop);
+      if (queue !== undefined) {
+        this.#queue = undefined;
+        this.#held = 0;
+        this.#drained();
+      }
+      return true;
+    }
+    const text = queue.length === 1 ? queue[0] : queue.join('');
+    // Never split a surrogate pair: each part must encode to valid UTF-8 on its own.
+    const code = text.charCodeAt(text.length - 1);
+    const cut = text.length - (code >= 0xdc00 && code <= 0xdfff && text.length > 1 ? 2 : 1);
+    const tail = cut === 0 ? text : text.slice(cut);
+    const bytes = this.#queued;
+    queue.length = 0;
+    this.#queued = 0;
+    if (cut > 0 && !res.write(text.slice(0, cut))) {
+      queue.push(tail);
+      this.#queued = Buffer.byteLength(tail);
+      this.#held += bytes - this.#queued;
+      return false;
+    }
+    if (!res.write(tail)) {
+      this.#held = Buffer.byteLength(tail);
+      return false;
+    }
+    this.#queue = undefined;
+    this.#held = 0;
+    this.#drained();
+    return true;
+  }
+
+  #drained(): void {
+    if (!this.aborted && !this.#ended) this.#onDrain?.();
   }
 
   end(): void {
     if (this.aborted || this.#ended) return;
     this.#ended = true;
-    this.#res.cork(() => { this.#res.end(); });
+    const queue = this.#queue;
+    this.#queue = undefined;
+    // Queued chunks go to uWS with the end: once ended, uWS drains its buffer by itself (and closes
+    // a connection that takes nothing for 10 s).
+    const rest = queue === undefined || queue.length === 0 ? '' : queue.join('');
+    this.#res.cork(() => {
+      if (rest !== '') this.#res.write(rest);
+      this.#res.end();
+    });
     this.#finish();
   }
 
-  forceClose(): void {
+  destroy(): void {
+    // close() runs the onAborted handler at once: aborted, listener called once.
     if (this.aborted || this.#ended) return;
     this.#res.close();
+  }
+
+  forceClose(): void {
+    this.destroy();
   }
 
   #finish(): void {

@@ -10,6 +10,8 @@ export interface UwsResponse {
   writeStatus(status: string): UwsResponse;
   writeHeader(key: string, value: string): UwsResponse;
   write(chunk: string): boolean;
+  /** Called when the socket can take more after a write met backpressure; return false if a write failed again. */
+  onWritable(handler: (offset: number) => boolean): UwsResponse;
   end(body?: string, closeConnection?: boolean): UwsResponse;
   endWithoutBody(reportedContentLength?: number, closeConnection?: boolean): UwsResponse;
   close(): UwsResponse;
