@@ -87,6 +87,12 @@ export class HttpEndpoint {
   }
 
   handle(ex: Exchange): void {
+    const repeated = ex.duplicateHeader;
+    if (repeated !== undefined) {
+      // Two values of a security-relevant header let a proxy and this server see different requests.
+      this.#error(ex, 400, null, ErrorCode.InvalidRequest, `Bad Request: the ${repeated} header appears more than once`);
+      return;
+    }
     const hosts = this.#o.allowedHostNames;
     if (hosts !== undefined) {
       const host = ex.header('host');
