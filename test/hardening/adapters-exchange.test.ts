@@ -2,9 +2,10 @@
 // handler, raw HTTP/1.1 over a loopback socket): repeated security headers are reported, not
 // resolved differently by each adapter; a stream to a client that stops reading shows its backlog
 // in bufferedBytes, drains with onDrain, and destroy() closes it.
-import { connect } from 'node:net';
+import { connect, createServer } from 'node:net';
 import type { Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
+import { SluiceError } from '../../src/errors.js';
 import type { AdapterOptions, Listening } from '../../src/transport/http/adapter.js';
 import type { Exchange } from '../../src/transport/http/exchange.js';
 import { listenNode } from '../../src/transport/http/node/adapter.js';
@@ -176,4 +177,18 @@ describe.each(['uws', 'node'] as const)('Exchange over the %s adapter', (kind) =
     await new Promise((r) => setTimeout(r, 50));
     expect(counts().aborts).toBe(1);
   });
+});
+
+it('uWS: a port another process holds fails with listen_failed, naming the likely causes', async () => {
+  const holder = createServer();
+  await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+  onCleanup(() => new Promise((resolve) => holder.close(resolve)));
+  const port = (holder.address() as { port: number }).port;
+  const failure = await listenUws({ host: '127.0.0.1', port, maxBodyBytes: 1024, bodyTimeoutMs: 1_000, allHeaders: false, handler: () => {} }).then(
+    (listening) => { onCleanup(() => listening.close(0)); return undefined; },
+    (error: unknown) => error,
+  );
+  expect(failure).toBeInstanceOf(SluiceError);
+  expect((failure as SluiceError).code).toBe('listen_failed');
+  expect((failure as SluiceError).message).toMatch(/in use by another process.*not permitted/);
 });

@@ -62,8 +62,8 @@ export function listenUws(options: AdapterOptions): Promise<Listening> {
   return new Promise((resolve, reject) => {
     app.listen(options.host, options.port, (socket) => {
       if (!socket) {
-        // uWS gives no reason; these are the usual ones (it binds with SO_REUSEPORT, so a port held
-        // by another uWS process may even be shared: the supervisor checks for that up front).
+        // uWS gives no reason; these are the usual ones. (It binds with SO_REUSEPORT, so a port that
+        // another SO_REUSEPORT process holds does not fail here: that needs a check of its own.)
         reject(new SluiceError('listen_failed', `uWebSockets.js cannot listen on ${options.host}:${options.port}: the port is probably in use by another process, or binding to it is not permitted (a port below 1024 without privileges, or an address this machine does not have)`));
         return;
       }
@@ -265,6 +265,7 @@ class UwsExchange implements Exchange {
     corkRes = this.#res;
     corkChunk = chunk;
     this.#res.cork(corkedWrite);
+    corkChunk = ''; // do not keep a large chunk alive until the next write
     // false means uWS buffered part of it, not that the client is gone.
     if (!corkOk) this.#pressed(Buffer.byteLength(chunk));
     return true;
