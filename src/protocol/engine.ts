@@ -63,6 +63,15 @@ export interface Reply {
    * (progress: only the newest matters) or drop (log messages); everything else must arrive.
    */
   notify(json: string, kind?: NotifyKind): void;
+  /**
+   * True while the transport sheds load for a slow reader (then `holdProgress` and `dropLog` are
+   * there): the engine then skips serialising what would be coalesced or dropped anyway.
+   */
+  readonly congested?: boolean;
+  /** While congested: the newest progress params (the transport serialises them when there is room). */
+  holdProgress?(params: Record<string, unknown>): void;
+  /** While congested: a log message was dropped (counted). */
+  dropLog?(): void;
   /** The final JSON-RPC response. `httpStatus` for transports that have one. */
   respond(json: string, httpStatus: number): void;
   /** The request was cancelled: end the exchange without a JSON-RPC response. */
@@ -802,7 +811,10 @@ class Run implements Running {
       const params: Record<string, unknown> = { progressToken: token, progress };
       if (total !== undefined) params.total = total;
       if (message !== undefined) params.message = message;
-      this.reply.notify(notificationBody('notifications/progress', params), 'progress');
+      const reply = this.reply;
+      // A slow reader keeps only the newest progress: hand it over unserialised.
+      if (reply.congested === true) reply.holdProgress!(params);
+      else reply.notify(notificationBody('notifications/progress', params), 'progress');
     };
   }
 
@@ -830,6 +842,11 @@ class Run implements Running {
     if (threshold === undefined || !this.reply.canStream) return undefined;
     return (level, data, logger) => {
       if (this.ended || kLogLevels.indexOf(level) < threshold) return;
+      const reply = this.reply;
+      if (reply.congested === true) {
+        reply.dropLog!(); // a slow reader loses log lines: do not even build them
+        return;
+      }
       const params: Record<string, unknown> = { level, data };
       if (logger !== undefined) params.logger = logger;
       this.reply.notify(notificationBody('notifications/message', params), 'log');

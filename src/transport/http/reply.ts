@@ -1,5 +1,5 @@
 import type { NotifyKind, Reply, Running } from '../../protocol/engine.js';
-import { ErrorCode, errorBody } from '../../protocol/wire.js';
+import { ErrorCode, errorBody, notificationBody } from '../../protocol/wire.js';
 import type { JsonRpcId } from '../../protocol/wire.js';
 import type { SessionStore } from '../../sessions/store.js';
 import { Counter } from '../../telemetry/counters.js';
@@ -55,7 +55,8 @@ export class HttpReply implements Reply {
   #done = false;
   /** Past the bound: writes wait for a drain. */
   #congested = false;
-  #pendingProgress: string | undefined;
+  /** The newest progress held for a slow reader: serialised text, or params not yet serialised. */
+  #pendingProgress: string | Record<string, unknown> | undefined;
   #pendingOther: string[] | undefined;
   /** The final SSE event waiting for room (then `end`). */
   #pendingFinal: string | undefined;
@@ -119,6 +120,20 @@ export class HttpReply implements Reply {
     this.#watchFinal();
   }
 
+  get congested(): boolean {
+    return this.#congested;
+  }
+
+  holdProgress(params: Record<string, unknown>): void {
+    if (this.#done) return;
+    if (this.#pendingProgress !== undefined) this.#init.policy.counters.add(Counter.ProgressCoalesced);
+    this.#pendingProgress = params;
+  }
+
+  dropLog(): void {
+    this.#init.policy.counters.add(Counter.LogsDropped);
+  }
+
   busy(id: JsonRpcId): void {
     // A refused request allocates nothing: the session its initialize created goes, unannounced.
     const { session, store, worker } = this.#init;
@@ -178,7 +193,7 @@ export class HttpReply implements Reply {
     const progress = this.#pendingProgress;
     this.#pendingProgress = undefined;
     if (others !== undefined) for (const json of others) this.#ex.write(sseEvent(json));
-    if (progress !== undefined) this.#ex.write(sseEvent(progress));
+    if (progress !== undefined) this.#ex.write(sseEvent(typeof progress === 'string' ? progress : notificationBody('notifications/progress', progress)));
     const final = this.#pendingFinal;
     if (final !== undefined) {
       this.#pendingFinal = undefined;
