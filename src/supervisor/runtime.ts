@@ -29,7 +29,14 @@ export interface Runtime {
   readonly listening: Listening;
   readonly engine: Engine;
   readonly registry: Registry;
+  /**
+   * Graceful stop: no new connections; running requests get `graceMs` to finish, then every one
+   * still running is cancelled through the registry (reason kShutdownReason) and gets a bounded
+   * moment to notice before the remaining connections are cut; then the pool closes.
+   */
   close(graceMs: number): Promise<void>;
+  /** Closes the pool only (the crash path, after `listening.abort()`). */
+  closePool(): Promise<void>;
 }
 
 export interface RuntimeInput {
@@ -46,7 +53,14 @@ export interface RuntimeInput {
   readonly forwardResponse?: ((threadId: number, response: string, scope: string) => void) | undefined;
   /** Tells the other threads that a list changed. */
   readonly broadcastListChanged?: ((kind: ListKind) => void) | undefined;
+  /** Told each pool thread's id as it starts (`alive`) and once it has exited (see ToolPoolOptions.onThread). */
+  readonly onPoolThread?: ((threadId: number, alive: boolean) => void) | undefined;
 }
+
+/** The reason shutdown gives requests still running when the grace period ends. */
+export const kShutdownReason = 'server shutting down';
+/** After that cancel, how long tools get to notice before connections are cut and threads go. */
+const kCancelSettleMs = 250;
 
 /** Picks the HTTP adapter: uWS when it loads natively, else node:http, never silently. */
 export function chooseAdapter(kind: 'auto' | 'uws' | 'node', log: (level: 'warn' | 'error', message: string) => void): 'uws' | 'node' {
@@ -69,7 +83,7 @@ export async function startRuntime(input: RuntimeInput, adapter: 'uws' | 'node')
   const sessions = shared.sessions === undefined ? undefined : new SessionStore(shared.sessions);
   const needsPool = input.catalog.tools.some((t) => t.pool === true);
   const pool = needsPool && input.toolsModule !== undefined
-    ? new ToolPool({ toolsModule: input.toolsModule, registry, registryDescriptor: shared.registry, threads: options.poolThreads })
+    ? new ToolPool({ toolsModule: input.toolsModule, registry, registryDescriptor: shared.registry, threads: options.poolThreads, onThread: input.onPoolThread })
     : undefined;
   const engine = new Engine({
     registry,
@@ -111,10 +125,27 @@ export async function startRuntime(input: RuntimeInput, adapter: 'uws' | 'node')
     registry,
     close: async (graceMs) => {
       engine.closeListeners(); // listen streams end with their completion result, not a cut
-      await listening.close(graceMs);
+      let cancelledAt = 0;
+      const cancel = setTimeout(() => {
+        cancelledAt = Date.now();
+        engine.cancelAll(kShutdownReason);
+      }, graceMs);
+      try {
+        // Cancelled requests end their exchanges themselves (SSE ends, 202), so this resolves early.
+        await listening.close(graceMs + kCancelSettleMs);
+      } finally {
+        clearTimeout(cancel);
+      }
+      if (cancelledAt > 0) await settled(engine, cancelledAt + kCancelSettleMs);
       await pool?.close();
     },
+    closePool: async () => { await pool?.close(); },
   };
+}
+
+/** Resolves when the engine has no request running, or at `deadline` (epoch ms). */
+async function settled(engine: Engine, deadline: number): Promise<void> {
+  while (engine.running > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
 }
 
 /** Whether the server is bound to loopback only (then only loopback Host names are served). */
