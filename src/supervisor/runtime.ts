@@ -15,6 +15,7 @@ import { listenNode } from '../transport/http/node/adapter.js';
 import { listenUws } from '../transport/http/uws/adapter.js';
 import { loadUws } from '../transport/http/uws/load.js';
 import type { ResolvedOptions } from './options.js';
+import { kCancelSettleMs, kShutdownReason, settled } from './shutdown.js';
 
 /** The shared memory every thread of one server attaches. Structured-cloneable. */
 export interface SharedState {
@@ -57,10 +58,6 @@ export interface RuntimeInput {
   readonly onPoolThread?: ((threadId: number, alive: boolean) => void) | undefined;
 }
 
-/** The reason shutdown gives requests still running when the grace period ends. */
-export const kShutdownReason = 'server shutting down';
-/** After that cancel, how long tools get to notice before connections are cut and threads go. */
-const kCancelSettleMs = 250;
 
 /** Picks the HTTP adapter: uWS when it loads natively, else node:http, never silently. */
 export function chooseAdapter(kind: 'auto' | 'uws' | 'node', log: (level: 'warn' | 'error', message: string) => void): 'uws' | 'node' {
@@ -143,10 +140,6 @@ export async function startRuntime(input: RuntimeInput, adapter: 'uws' | 'node')
   };
 }
 
-/** Resolves when the engine has no request running, or at `deadline` (epoch ms). */
-async function settled(engine: Engine, deadline: number): Promise<void> {
-  while (engine.running > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
-}
 
 /** Whether the server is bound to loopback only (then only loopback Host names are served). */
 function loopbackHost(host: string): boolean {

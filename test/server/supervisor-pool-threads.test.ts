@@ -2,8 +2,10 @@
 // release their registry roster entries when that worker exits, or every crash leaks one entry per
 // pool thread until pool tools fail with "all roster entries are taken".
 import { afterEach, describe, expect, it } from 'vitest';
+import { createRegistry } from '../../src/registry/index.js';
+import { ToolPool } from '../../src/tools/pool.js';
 import { post } from '../helpers/http.js';
-import { modernMeta, startServer, until } from '../helpers/server.js';
+import { modernMeta, recordPath, recorded, startServer, until } from '../helpers/server.js';
 
 const kTools = new URL('../fixtures/supervisor-tools.mjs', import.meta.url);
 import type { TestServer } from '../helpers/server.js';
@@ -55,5 +57,30 @@ describe('HTTP worker crashes and the pool', () => {
     const last = await call(url, 999, 'spin', { ms: 1 });
     expect(JSON.parse(last.body).result).toMatchObject({ structuredContent: { finished: true } });
     expect(running.logs.filter((l) => /roster|replacement worker failed/.test(l))).toEqual([]);
+  });
+});
+
+describe('ToolPool start and stop', () => {
+  // Terminating a thread while it still instantiates ES modules can abort the whole process
+  // (`facade->InstantiateModule` assertion): close() lets starting threads finish loading first.
+  it('close() right after construction waits for the threads still loading their tools module', async () => {
+    const record = recordPath();
+    process.env.SLUICE_TEST_LOADED = record; // pool threads copy the environment when they start
+    const registry = createRegistry({ maxThreads: 8 });
+    const threads: Array<[number, boolean]> = [];
+    try {
+      const pool = new ToolPool({
+        toolsModule: new URL('../fixtures/supervisor-slow-tools.mjs', import.meta.url).href,
+        registry, registryDescriptor: registry.descriptor, threads: 2,
+        onThread: (id, alive) => { threads.push([id, alive]); },
+      });
+      await pool.close();
+      expect(recorded(record)).toHaveLength(2);
+      // Each thread was reported once alive, then once gone.
+      expect(threads.filter(([, alive]) => alive)).toHaveLength(2);
+      expect(threads.filter(([, alive]) => !alive).map(([id]) => id).sort()).toEqual(threads.filter(([, alive]) => alive).map(([id]) => id).sort());
+    } finally {
+      delete process.env.SLUICE_TEST_LOADED;
+    }
   });
 });
