@@ -58,7 +58,6 @@ export interface RuntimeInput {
   readonly onPoolThread?: ((threadId: number, alive: boolean) => void) | undefined;
 }
 
-
 /** Picks the HTTP adapter: uWS when it loads natively, else node:http, never silently. */
 export function chooseAdapter(kind: 'auto' | 'uws' | 'node', log: (level: 'warn' | 'error', message: string) => void): 'uws' | 'node' {
   if (kind === 'node') return 'node';
@@ -139,7 +138,6 @@ export async function startRuntime(input: RuntimeInput, adapter: 'uws' | 'node')
     closePool: async () => { await pool?.close(); },
   };
 }
-
 
 /** Whether the server is bound to loopback only (then only loopback Host names are served). */
 function loopbackHost(host: string): boolean {
