@@ -11,7 +11,9 @@ export type SluiceErrorCode =
   | 'request_cancelled'
   | 'bad_descriptor'
   | 'uws_native_unavailable'
-  | 'listen_failed';
+  | 'listen_failed'
+  | 'port_in_use'
+  | 'process_exit_refused';
 
 export class SluiceError extends Error {
   readonly code: SluiceErrorCode;

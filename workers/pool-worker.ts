@@ -1,8 +1,11 @@
 /** Pool thread entry (piscina): runs one `pool: true` tool call against the shared registry. */
 import { workerData } from 'node:worker_threads';
-import { runPoolTask } from '../src/tools/pool-thread.js';
-import type { PoolTask } from '../src/tools/pool.js';
+import { runPoolTask, startPoolThread } from '../src/tools/pool-thread.js';
+import type { PoolTask, PoolThreadData } from '../src/tools/pool.js';
+
+// Piscina posts its READY once this module has evaluated: everything is loaded by then.
+await startPoolThread(workerData as PoolThreadData);
 
 export default function (task: PoolTask): Promise<unknown> {
-  return runPoolTask(workerData as { toolsModule: string; registry: import('../src/registry/index.js').RegistryDescriptor }, task);
+  return runPoolTask(workerData as PoolThreadData, task);
 }

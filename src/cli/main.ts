@@ -28,6 +28,9 @@ Options:
   -h, --help           show this help
 `;
 
+/** After a signalled stdio shutdown, how long what is left may run before the process exits. */
+const kExitSlackMs = 500;
+
 /** The `sluice` command. Returns the exit code. */
 export async function main(argv: readonly string[]): Promise<number> {
   let parsed;
@@ -73,7 +76,19 @@ export async function main(argv: readonly string[]): Promise<number> {
   const tools = values.tools ?? fileURLToPath(new URL('../../examples/tools.js', import.meta.url));
   try {
     if ((values.stdio as unknown) === true) {
-      await serveStdioServer({ tools });
+      // Desktop clients stop a stdio server with SIGTERM: shut down as gracefully as over HTTP.
+      const shutdown = new AbortController();
+      const stop = () => { process.stderr.write('sluice: shutting down\n'); shutdown.abort(); };
+      process.once('SIGINT', stop);
+      process.once('SIGTERM', stop);
+      try {
+        await serveStdioServer({ tools, signal: shutdown.signal });
+      } finally {
+        process.off('SIGINT', stop);
+        process.off('SIGTERM', stop);
+      }
+      // An inline tool that ignored the shutdown cancel must not hold the process open.
+      if (shutdown.signal.aborted) setTimeout(() => process.exit(0), kExitSlackMs).unref();
       return 0;
     }
     const server = createServer({

@@ -2,6 +2,7 @@ import { subscribe } from 'node:diagnostics_channel';
 import { cancellationCleanupChannel, requestCancelledChannel, requestKilledChannel, requestStopChannel } from '../telemetry/channels.js';
 import { parentPort, workerData } from 'node:worker_threads';
 import { importToolsModule } from '../catalog/catalog.js';
+import { SluiceError } from '../errors.js';
 import type { Authenticate } from '../transport/http/endpoint.js';
 import type { ListKind } from '../tools/context.js';
 import type { ResolvedOptions } from './options.js';
@@ -25,7 +26,29 @@ export type FromHttpWorker =
   | { type: 'log'; level: 'warn' | 'error'; message: string }
   | { type: 'closed' }
   | { type: 'response'; target: number; response: string; scope: string }
-  | { type: 'listChanged'; kind: ListKind };
+  | { type: 'listChanged'; kind: ListKind }
+  /**
+   * A pool thread of this worker started (`alive`) or exited. Pool threads die with their HTTP
+   * worker without reporting it, so the supervisor releases the registry entries of those still
+   * alive when the worker exits.
+   */
+  | { type: 'poolThread'; threadId: number; alive: boolean };
+
+/** Longest wait for the pool to close on the crash path. */
+const kCrashPoolCloseMs = 2_000;
+
+/**
+ * A tool calling process.exit() would end this thread with its uWS sockets open, which aborts the
+ * whole process. Refuse it: the call throws (the tool fails as a normal tool error) and the worker
+ * serves on. Returns the original, for this worker's own crash path.
+ */
+function refuseProcessExit(): (code?: number) => never {
+  const original = process.exit.bind(process) as (code?: number) => never;
+  process.exit = ((): never => {
+    throw new SluiceError('process_exit_refused', 'tools must not call process.exit() in an HTTP worker');
+  }) as typeof process.exit;
+  return original;
+}
 
 const kForwarded = [requestCancelledChannel.name, cancellationCleanupChannel.name, requestKilledChannel.name].map(String);
 
@@ -35,6 +58,7 @@ export async function runHttpWorker(): Promise<void> {
   if (port === null) throw new Error('runHttpWorker must run in a worker thread');
   const data = workerData as HttpWorkerData;
   const send = (message: FromHttpWorker) => port.postMessage(message);
+  const exit = refuseProcessExit();
   // diagnostics_channel is per thread: forward what a supervisor-side subscriber should see.
   const forwarded = data.options.forwardRequestStop ? [...kForwarded, String(requestStopChannel.name)] : kForwarded;
   for (const channel of forwarded) subscribe(channel, (message) => send({ type: 'event', channel, message }));
@@ -51,13 +75,20 @@ export async function runHttpWorker(): Promise<void> {
       log: (level, message) => send({ type: 'log', level, message }),
       forwardResponse: (target, response, scope) => send({ type: 'response', target, response, scope }),
       broadcastListChanged: (kind) => send({ type: 'listChanged', kind }),
+      onPoolThread: (threadId, alive) => send({ type: 'poolThread', threadId, alive }),
     }, data.adapter);
     // A thread that ends with uWS sockets open aborts the whole process: on a crash (an error no
     // one caught, a rejection no one handled) close every socket first, then end this thread only.
+    let crashed = false;
     process.on('uncaughtException', (error) => {
       send({ type: 'log', level: 'error', message: `sluice: HTTP worker crashed: ${error instanceof Error ? error.stack ?? error.message : String(error)}` });
+      if (crashed) return;
+      crashed = true;
       runtime.listening.abort();
-      setTimeout(() => process.exit(70), 20);
+      // Pool threads end with this thread; one cut off while still loading its modules aborts the
+      // process, so close the pool first (bounded: a crashed thread may be in any state).
+      const pause = (ms: number) => new Promise((r) => { setTimeout(r, ms); });
+      void Promise.all([Promise.race([runtime.closePool(), pause(kCrashPoolCloseMs)]), pause(20)]).finally(() => exit(70));
     });
     port.on('message', (message: { type: string; graceMs?: number; response?: unknown; scope?: unknown; kind?: ListKind }) => {
       if (message.type === 'response' && typeof message.response === 'string' && typeof message.scope === 'string') {

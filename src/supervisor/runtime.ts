@@ -15,6 +15,7 @@ import { listenNode } from '../transport/http/node/adapter.js';
 import { listenUws } from '../transport/http/uws/adapter.js';
 import { loadUws } from '../transport/http/uws/load.js';
 import type { ResolvedOptions } from './options.js';
+import { kCancelSettleMs, kShutdownReason, settled } from './shutdown.js';
 
 /** The shared memory every thread of one server attaches. Structured-cloneable. */
 export interface SharedState {
@@ -29,7 +30,14 @@ export interface Runtime {
   readonly listening: Listening;
   readonly engine: Engine;
   readonly registry: Registry;
+  /**
+   * Graceful stop: no new connections; running requests get `graceMs` to finish, then every one
+   * still running is cancelled through the registry (reason kShutdownReason) and gets a bounded
+   * moment to notice before the remaining connections are cut; then the pool closes.
+   */
   close(graceMs: number): Promise<void>;
+  /** Closes the pool only (the crash path, after `listening.abort()`). */
+  closePool(): Promise<void>;
 }
 
 export interface RuntimeInput {
@@ -46,6 +54,8 @@ export interface RuntimeInput {
   readonly forwardResponse?: ((threadId: number, response: string, scope: string) => void) | undefined;
   /** Tells the other threads that a list changed. */
   readonly broadcastListChanged?: ((kind: ListKind) => void) | undefined;
+  /** Told each pool thread's id as it starts (`alive`) and once it has exited (see ToolPoolOptions.onThread). */
+  readonly onPoolThread?: ((threadId: number, alive: boolean) => void) | undefined;
 }
 
 /** Picks the HTTP adapter: uWS when it loads natively, else node:http, never silently. */
@@ -69,7 +79,7 @@ export async function startRuntime(input: RuntimeInput, adapter: 'uws' | 'node')
   const sessions = shared.sessions === undefined ? undefined : new SessionStore(shared.sessions);
   const needsPool = input.catalog.tools.some((t) => t.pool === true);
   const pool = needsPool && input.toolsModule !== undefined
-    ? new ToolPool({ toolsModule: input.toolsModule, registry, registryDescriptor: shared.registry, threads: options.poolThreads })
+    ? new ToolPool({ toolsModule: input.toolsModule, registry, registryDescriptor: shared.registry, threads: options.poolThreads, onThread: input.onPoolThread })
     : undefined;
   const engine = new Engine({
     registry,
@@ -117,9 +127,21 @@ export async function startRuntime(input: RuntimeInput, adapter: 'uws' | 'node')
     registry,
     close: async (graceMs) => {
       engine.closeListeners(); // listen streams end with their completion result, not a cut
-      await listening.close(graceMs);
+      let cancelledAt = 0;
+      const cancel = setTimeout(() => {
+        cancelledAt = Date.now();
+        engine.cancelAll(kShutdownReason);
+      }, graceMs);
+      try {
+        // Cancelled requests end their exchanges themselves (SSE ends, 202), so this resolves early.
+        await listening.close(graceMs + kCancelSettleMs);
+      } finally {
+        clearTimeout(cancel);
+      }
+      if (cancelledAt > 0) await settled(engine, cancelledAt + kCancelSettleMs);
       await pool?.close();
     },
+    closePool: async () => { await pool?.close(); },
   };
 }
 

@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import { channel } from 'node:diagnostics_channel';
-import { createServer as createNetServer } from 'node:net';
 import { Worker } from 'node:worker_threads';
 import { SluiceError } from '../errors.js';
 import { createRegistry } from '../registry/index.js';
@@ -15,6 +14,7 @@ import { resolveOptions } from './options.js';
 import type { ResolvedOptions, ServerOptions } from './options.js';
 import { chooseAdapter, startRuntime } from './runtime.js';
 import { threadEntry } from './entry.js';
+import { checkPortFree, freePort } from './port.js';
 import type { Runtime, SharedState } from './runtime.js';
 
 /** Threads the shared tables make room for (HTTP workers, pool threads, restarts in flight). */
@@ -81,6 +81,8 @@ class SluiceServer implements Server {
   readonly #sessions: SessionStore | undefined;
   readonly #shared: SharedState;
   readonly #workers = new Map<Worker, number>();
+  /** Pool threads alive per HTTP worker: they die with it, unreported, and are released then. */
+  readonly #poolThreads = new Map<Worker, Set<number>>();
   #runtime: Runtime | undefined;
   #stopJanitor: (() => void) | undefined;
   #sweep: ReturnType<typeof setInterval> | undefined;
@@ -126,9 +128,15 @@ class SluiceServer implements Server {
     }
     let port: number;
     if (this.#catalog !== undefined) {
-      this.#runtime = await startRuntime({
-        shared: this.#shared, options, catalog: this.#catalog, toolsModule: undefined, authenticate: this.#raw.authenticate, port: options.port, log: this.#log,
-      }, adapter);
+      try {
+        if (options.port !== 0) await checkPortFree(options.host, options.port);
+        this.#runtime = await startRuntime({
+          shared: this.#shared, options, catalog: this.#catalog, toolsModule: undefined, authenticate: this.#raw.authenticate, port: options.port, log: this.#log,
+        }, adapter);
+      } catch (error) {
+        await this.close();
+        throw error;
+      }
       port = this.#runtime.listening.port;
     } else {
       let count = options.workers;
@@ -136,9 +144,11 @@ class SluiceServer implements Server {
         this.#log('warn', `sluice: node:http cannot share a port between threads on Node 20: serving with 1 HTTP worker instead of ${count}.`);
         count = 1;
       }
-      // SO_REUSEPORT cannot share a port the kernel picked for the first socket: pick one first.
-      port = options.port === 0 && count > 1 ? await freePort(options.host) : options.port;
+      // SO_REUSEPORT cannot share a port the kernel picked for the first socket (nor can a
+      // replacement worker take it back after a crash): pick one first.
       try {
+        if (options.port !== 0) await checkPortFree(options.host, options.port);
+        port = options.port === 0 ? await freePort(options.host) : options.port;
         port = await this.#spawn(adapter, port);
         await Promise.all(Array.from({ length: count - 1 }, () => this.#spawn(adapter, port)));
       } catch (error) {
@@ -172,8 +182,11 @@ class SluiceServer implements Server {
       });
       worker.once('exit', (code) => {
         this.#workers.delete(worker);
-        // Whatever the thread held in shared memory is released, and its in-flight rows swept.
+        // Whatever the thread held in shared memory is released, and its in-flight rows swept:
+        // the pool threads that died with it too (only pool threads use the registry alone).
         this.registry.threadExited(threadId);
+        for (const id of this.#poolThreads.get(worker) ?? []) this.registry.threadExited(id);
+        this.#poolThreads.delete(worker);
         this.#counters.threadExited(threadId);
         this.#sessions?.threadExited(threadId);
         this.registry.cleanup(Number.MAX_SAFE_INTEGER);
@@ -209,6 +222,14 @@ class SluiceServer implements Server {
         break;
       case 'closed':
         break;
+      case 'poolThread': {
+        if (typeof message.threadId !== 'number' || !this.#workers.has(worker)) break;
+        let ids = this.#poolThreads.get(worker);
+        if (ids === undefined) this.#poolThreads.set(worker, ids = new Set());
+        if (message.alive) ids.add(message.threadId);
+        else ids.delete(message.threadId);
+        break;
+      }
       case 'listChanged':
         this.#broadcastListChanged(message.kind, worker);
         break;
@@ -238,17 +259,4 @@ class SluiceServer implements Server {
       worker.postMessage({ type: 'close', graceMs: grace });
     })));
   }
-}
-
-/** A port that was free a moment ago on `host`. */
-function freePort(host: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createNetServer();
-    probe.once('error', reject);
-    probe.listen(0, host, () => {
-      const address = probe.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      probe.close(() => resolve(port));
-    });
-  });
 }

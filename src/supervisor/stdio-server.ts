@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { PassThrough } from 'node:stream';
 import type { Readable, Writable } from 'node:stream';
 import { SluiceError } from '../errors.js';
 import { Engine } from '../protocol/engine.js';
@@ -10,6 +11,7 @@ import { ToolPool } from '../tools/pool.js';
 import { serveStdio } from '../transport/stdio/stdio.js';
 import { resolveOptions } from './options.js';
 import type { ServerOptions } from './options.js';
+import { kCancelSettleMs, kShutdownReason, settled } from './shutdown.js';
 
 export interface StdioServerOptions extends ServerOptions {
   /** Default process.stdin. */
@@ -18,9 +20,16 @@ export interface StdioServerOptions extends ServerOptions {
   output?: Writable;
   /** Where warnings go (default stderr: stdout carries the protocol). */
   log?: (level: 'warn' | 'error', message: string) => void;
+  /**
+   * Graceful shutdown (the CLI aborts it on SIGTERM/SIGINT): input is no longer read (what was
+   * already read is still served); running requests get `shutdownGraceMs` to finish; then every
+   * one still running is cancelled through the registry (reason 'server shutting down'), as a
+   * client cancel would, and gets a short moment to notice; the pool closes and the promise resolves.
+   */
+  signal?: AbortSignal;
 }
 
-/** Serves the tools over stdio (newline-delimited JSON-RPC) until the input ends. */
+/** Serves the tools over stdio (newline-delimited JSON-RPC) until the input ends or `signal` aborts. */
 export async function serveStdioServer(options: StdioServerOptions): Promise<void> {
   const resolved = resolveOptions(options);
   const log = options.log ?? ((_level, message) => { process.stderr.write(`${message}\n`); });
@@ -45,9 +54,37 @@ export async function serveStdioServer(options: StdioServerOptions): Promise<voi
     registry, counters, catalog, serverInfo: resolved.serverInfo, instructions: resolved.instructions, pool,
     streamCancelTimeoutMs: resolved.streamCancelTimeoutMs, log, stateKey: randomBytes(32),
   });
+  const input = options.input ?? process.stdin;
+  const signal = options.signal;
+  // With a signal, the transport reads through a gate that the signal closes: the transport sees
+  // the end of its input, as when the client hangs up, without the caller's stream being touched.
+  const gate = signal === undefined ? undefined : new PassThrough();
+  let grace: ReturnType<typeof setTimeout> | undefined;
+  let cancelledAt = 0;
+  const shutDown = () => {
+    if (gate === undefined) return;
+    input.unpipe(gate);
+    input.pause();
+    if (!gate.writableEnded) gate.end();
+    grace = setTimeout(() => {
+      cancelledAt = Date.now();
+      engine.cancelAll(kShutdownReason);
+    }, resolved.shutdownGraceMs);
+  };
+  const inputGone = () => { if (gate !== undefined && !gate.writableEnded) gate.end(); };
   try {
-    await serveStdio(engine, { input: options.input ?? process.stdin, output: options.output ?? process.stdout, maxLineBytes: resolved.maxBodyBytes });
+    if (gate !== undefined) {
+      input.pipe(gate);
+      input.once('close', inputGone);
+      if (signal!.aborted) shutDown();
+      else signal!.addEventListener('abort', shutDown, { once: true });
+    }
+    await serveStdio(engine, { input: gate ?? input, output: options.output ?? process.stdout, maxLineBytes: resolved.maxBodyBytes });
+    if (cancelledAt > 0) await settled(engine, cancelledAt + kCancelSettleMs);
   } finally {
+    clearTimeout(grace);
+    signal?.removeEventListener('abort', shutDown);
+    input.off('close', inputGone);
     stopJanitor?.();
     await pool?.close();
   }

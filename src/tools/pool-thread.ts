@@ -1,16 +1,54 @@
+import { parentPort, threadId } from 'node:worker_threads';
 import { attachRegistry } from '../registry/index.js';
-import type { Registry, RegistryDescriptor } from '../registry/index.js';
+import type { Registry } from '../registry/index.js';
+import { SluiceError } from '../errors.js';
 import { ToolContext } from './context.js';
 import { importToolsModule } from '../catalog/catalog.js';
 import { toCallToolResult } from './define.js';
 import type { CallToolResult, Tool } from './define.js';
-import type { PoolTask } from './pool.js';
+import type { PoolTask, PoolThreadData, PoolThreadMessage } from './pool.js';
 
 let registry: Registry | undefined;
 let tools: Promise<Map<string, Tool>> | undefined;
 
-/** Inside a pool thread: load the tools module once, adopt the request's row, run the handler. */
-export async function runPoolTask(data: { toolsModule: string; registry: RegistryDescriptor }, task: PoolTask): Promise<CallToolResult> {
+const announce = (state: PoolThreadMessage['state']) => {
+  const message: PoolThreadMessage = { type: 'sluice:pool-thread', state, threadId };
+  parentPort?.postMessage(message);
+};
+
+/**
+ * Inside a pool thread, once, from its entry module: says the thread exists (before it joins the
+ * registry's roster, so its owner can release the entry if the thread dies with it), joins the
+ * registry, loads the tools module, then says it is ready. Loading up front means no task ever
+ * imports a module, and the pool can wait for `ready` before terminating a thread (terminating one
+ * mid-instantiation aborts the process). Never rejects: a failed load fails each task instead.
+ */
+export async function startPoolThread(data: PoolThreadData): Promise<void> {
+  announce('starting');
+  refuseProcessExit();
+  try {
+    registry ??= attachRegistry(data.registry);
+  } catch {
+    // A full roster: each task tries again, and fails with the reason, instead of this thread dying.
+  }
+  tools ??= importToolsModule(data.toolsModule).then(({ catalog }) => new Map(catalog.tools.map((t) => [t.name, t])));
+  await tools.catch(() => undefined);
+  announce('ready');
+}
+
+/**
+ * A pool tool calling process.exit() would end its thread mid-task (piscina then fails the task
+ * with a bare "worker exited" and starts a replacement): refuse it, so the call fails as a normal
+ * tool error with a clear message and the thread lives on.
+ */
+function refuseProcessExit(): void {
+  process.exit = ((): never => {
+    throw new SluiceError('process_exit_refused', 'tools must not call process.exit() in a pool thread');
+  }) as typeof process.exit;
+}
+
+/** Inside a pool thread: adopt the request's row and run the handler. */
+export async function runPoolTask(data: PoolThreadData, task: PoolTask): Promise<CallToolResult> {
   registry ??= attachRegistry(data.registry);
   tools ??= importToolsModule(data.toolsModule).then(({ catalog }) => new Map(catalog.tools.map((t) => [t.name, t])));
   const tool = (await tools).get(task.name);

@@ -1,4 +1,5 @@
 import { MessageChannel } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import type { Registry, RegistryDescriptor, TrackHandle } from '../registry/index.js';
 import { threadEntry } from '../supervisor/entry.js';
@@ -13,6 +14,26 @@ export interface PoolTask {
   progress: import('node:worker_threads').MessagePort | undefined;
 }
 
+/** What a pool thread gets as its workerData. */
+export interface PoolThreadData {
+  toolsModule: string;
+  registry: RegistryDescriptor;
+}
+
+/**
+ * A pool thread's own lifecycle message (piscina relays anything but its READY as a 'message'
+ * event): `starting` before it joins the registry's roster, `ready` once every module is loaded.
+ */
+export interface PoolThreadMessage {
+  type: 'sluice:pool-thread';
+  state: 'starting' | 'ready';
+  threadId: number;
+}
+
+export function isPoolThreadMessage(value: unknown): value is PoolThreadMessage {
+  return typeof value === 'object' && value !== null && (value as { type?: unknown }).type === 'sluice:pool-thread';
+}
+
 export interface ToolPoolOptions {
   /** Module (URL or absolute path) exporting the tools; the pool thread imports it. */
   toolsModule: string;
@@ -20,7 +41,17 @@ export interface ToolPoolOptions {
   registryDescriptor: RegistryDescriptor;
   /** Pool threads (default 1). */
   threads?: number;
+  /**
+   * Told each pool thread's id when it starts (`alive` true, before it can join the registry) and
+   * when it has exited (false). Pool threads die with the thread that owns the pool, and then no
+   * exit is ever reported here: an HTTP worker relays these ids to the supervisor, which releases
+   * them when that worker exits.
+   */
+  onThread?: ((threadId: number, alive: boolean) => void) | undefined;
 }
+
+/** Longest wait, at close, for pool threads still loading their modules. */
+const kStartingWaitMs = 10_000;
 
 /**
  * Runs `pool: true` tools in piscina threads. The thread adopts the request's registry row, so its
@@ -29,23 +60,59 @@ export interface ToolPoolOptions {
  */
 export class ToolPool {
   readonly #piscina: Piscina;
+  readonly #registry: Registry;
+  readonly #onThread: ((threadId: number, alive: boolean) => void) | undefined;
+  readonly #seen = new WeakSet<Worker>();
+  /** Threads that finished loading (terminating one earlier aborts the process). */
+  readonly #ready = new Set<number>();
+  /** Threads still loading, with the callbacks waiting for them to be ready or gone. */
+  readonly #loading = new Map<number, Array<() => void>>();
 
   constructor(options: ToolPoolOptions) {
     const threads = options.threads ?? 1;
+    this.#registry = options.registry;
+    this.#onThread = options.onThread;
+    const data: PoolThreadData = { toolsModule: options.toolsModule, registry: options.registryDescriptor };
     this.#piscina = new Piscina({
       filename: threadEntry('pool-worker').href,
       minThreads: threads,
       maxThreads: threads,
       idleTimeout: 60_000,
-      workerData: { toolsModule: options.toolsModule, registry: options.registryDescriptor },
+      workerData: data,
     });
-    const ids = new Map<unknown, number>();
-    this.#piscina.on('workerCreate', (worker: { id: number }) => { ids.set(worker, worker.id); });
-    this.#piscina.on('workerDestroy', (worker: { id: number }) => {
-      const id = ids.get(worker) ?? worker.id;
-      ids.delete(worker);
-      if (id >= 0) options.registry.threadExited(id);
+    this.#piscina.on('message', (message: unknown) => {
+      if (!isPoolThreadMessage(message)) return;
+      if (message.state === 'ready') this.#settle(message.threadId, true);
+      else this.#adoptNew(); // a replacement thread piscina started after a kill
     });
+    this.#adoptNew(); // the first threads exist as soon as piscina is constructed
+  }
+
+  /** Watches every pool thread not seen yet: reports it, and releases its roster entry on exit. */
+  #adoptNew(): void {
+    for (const worker of this.#piscina.threads) {
+      if (this.#seen.has(worker)) continue;
+      this.#seen.add(worker);
+      const id = worker.threadId; // -1 once it has exited: capture it now
+      if (id < 0) continue;
+      if (!this.#ready.has(id)) this.#loading.set(id, this.#loading.get(id) ?? []);
+      this.#onThread?.(id, true);
+      // On 'exit', not on piscina's workerDestroy: that fires while a killed thread may still run,
+      // and after an exit it reports the id as -1.
+      worker.once('exit', () => {
+        this.#registry.threadExited(id);
+        this.#settle(id, false);
+        this.#ready.delete(id);
+        this.#onThread?.(id, false);
+      });
+    }
+  }
+
+  #settle(threadId: number, ready: boolean): void {
+    if (ready) this.#ready.add(threadId);
+    const waiting = this.#loading.get(threadId);
+    this.#loading.delete(threadId);
+    if (waiting !== undefined) for (const done of waiting) done();
   }
 
   async run(name: string, args: Record<string, unknown>, handle: TrackHandle, sink: ProgressSink | undefined, signal: AbortSignal): Promise<CallToolResult> {
@@ -62,7 +129,32 @@ export class ToolPool {
     }
   }
 
-  close(): Promise<void> {
-    return this.#piscina.destroy();
+  /**
+   * Terminates the pool threads. Node aborts the whole process when a thread is terminated while
+   * it is still instantiating ES modules (`facade->InstantiateModule` assertion), so threads still
+   * loading are waited for first (bounded by kStartingWaitMs).
+   */
+  async close(): Promise<void> {
+    const deadline = Date.now() + kStartingWaitMs;
+    for (;;) {
+      this.#adoptNew();
+      const loading = [...this.#loading.keys()];
+      const left = deadline - Date.now();
+      if (loading.length === 0 || left <= 0) break;
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      try {
+        await Promise.race([
+          Promise.all(loading.map((id) => new Promise<void>((done) => {
+            const waiting = this.#loading.get(id);
+            if (waiting === undefined) done();
+            else waiting.push(done);
+          }))),
+          new Promise<void>((done) => { timer = setTimeout(done, left); }),
+        ]);
+      } finally {
+        clearTimeout(timer);
+      }
+    }
+    await this.#piscina.destroy();
   }
 }
