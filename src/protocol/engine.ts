@@ -1,7 +1,6 @@
 import { CancelledError } from '../errors.js';
 import type { Registry, TrackHandle } from '../registry/index.js';
 import { validRequestId } from '../registry/index.js';
-import { render } from '../registry/reason.js';
 import { requestKilledChannel, requestStopChannel } from '../telemetry/channels.js';
 import { Counter } from '../telemetry/counters.js';
 import type { ServerCounters } from '../telemetry/counters.js';
@@ -14,7 +13,7 @@ import { toPromptResult } from '../catalog/prompts.js';
 import type { Prompt } from '../catalog/prompts.js';
 import { toContents } from '../catalog/resources.js';
 import type { Resource, ResourceTemplate } from '../catalog/resources.js';
-import { toCallToolResult } from '../tools/define.js';
+import { errorText, toCallToolResult } from '../tools/define.js';
 import type { CallToolResult, Tool, ToolOutput } from '../tools/define.js';
 import { checkSchema } from '../tools/schema.js';
 import type { ToolPool } from '../tools/pool.js';
@@ -690,19 +689,6 @@ export function toolError(error: unknown): CallToolResult {
   return { content: [{ type: 'text', text: errorText(error) }], isError: true };
 }
 
-/**
- * The text of anything a handler threw: an Error's message, a string, or a short rendering of any
- * other value (`Object.create(null)`, an object whose toString throws, a Symbol), never a throw.
- */
-export function errorText(error: unknown): string {
-  if (typeof error === 'string') return error;
-  try {
-    if (error instanceof Error && typeof error.message === 'string') return error.message;
-  } catch {
-    // a Proxy or a getter that throws: rendered below
-  }
-  return render(error, 500);
-}
 
 /**
  * One request from dispatch to release. Methods live on the prototype, so a request allocates one

@@ -1,3 +1,4 @@
+import { render } from '../registry/reason.js';
 import { SluiceError } from '../errors.js';
 import { isInputRequired } from './context.js';
 import type { InputRequired, ToolContext } from './context.js';
@@ -77,4 +78,18 @@ export function toCallToolResult(output: ToolOutput): CallToolResult | InputRequ
   return output !== null && typeof output === 'object'
     ? { content: [{ type: 'text', text }], structuredContent: output }
     : { content: [{ type: 'text', text }] };
+}
+
+/**
+ * The text of anything a handler threw: an Error's message, a string, or a short rendering of any
+ * other value (`Object.create(null)`, an object whose toString throws, a Symbol), never a throw.
+ */
+export function errorText(error: unknown): string {
+  if (typeof error === 'string') return error;
+  try {
+    if (error instanceof Error && typeof error.message === 'string') return error.message;
+  } catch {
+    // a Proxy or a getter that throws: rendered below
+  }
+  return render(error, 500);
 }

@@ -4,7 +4,7 @@ import type { Registry } from '../registry/index.js';
 import { SluiceError } from '../errors.js';
 import { ToolContext } from './context.js';
 import { importToolsModule } from '../catalog/catalog.js';
-import { toCallToolResult } from './define.js';
+import { errorText, toCallToolResult } from './define.js';
 import type { CallToolResult, Tool } from './define.js';
 import type { PoolTask, PoolThreadData, PoolThreadMessage } from './pool.js';
 
@@ -59,7 +59,7 @@ export async function runPoolTask(data: PoolThreadData, task: PoolTask): Promise
     const result = toCallToolResult(await tool.handler(task.args, ctx));
     return JSON.parse(JSON.stringify(result)) as CallToolResult; // plain data across the thread boundary
   } catch (error) {
-    return { content: [{ type: 'text', text: error instanceof Error ? error.message : String(error) }], isError: true };
+    return { content: [{ type: 'text', text: errorText(error) }], isError: true };
   } finally {
     port?.close();
   }
