@@ -60,6 +60,12 @@ export interface ServerOptions {
    * closed (a disconnect: in the 2026-07-28 era, the request's cancel). Default 10 s.
    */
   slowReaderTimeoutMs?: number;
+  /**
+   * CORS for browser-based clients: requests from these exact origins are allowed (they pass the
+   * Origin check too), preflights (`OPTIONS`) get 204, and responses expose `Mcp-Session-Id` and
+   * `MCP-Protocol-Version`. Default: off (no `Access-Control-*` headers, `OPTIONS` is 405).
+   */
+  cors?: { origins: readonly string[] };
   /** Largest request body. Default 4 MiB (413 beyond). */
   maxBodyBytes?: number;
   /** Time to receive a whole body after the headers. Default 30 s (408). */
@@ -106,6 +112,7 @@ export interface ResolvedOptions {
   maxInFlightPerClient: number;
   maxStreamBufferBytes: number;
   slowReaderTimeoutMs: number;
+  cors: { origins: readonly string[] } | undefined;
   maxBodyBytes: number;
   bodyTimeoutMs: number;
   streamCancelTimeoutMs: number;
@@ -158,6 +165,7 @@ export function resolveOptions(options: ServerOptions): ResolvedOptions {
     allowedHosts: Array.isArray(options.allowedHosts) ? options.allowedHosts.map((h) => String(h).toLowerCase()) : [],
     maxSessionsPerClient: integer('maxSessionsPerClient', options.maxSessionsPerClient, 1000, 1, 10_000_000),
     maxInFlightPerClient: integer('maxInFlightPerClient', options.maxInFlightPerClient, 1024, 1, 10_000_000),
+    cors: resolveCors(options.cors),
     maxStreamBufferBytes: integer('maxStreamBufferBytes', options.maxStreamBufferBytes, 1024 * 1024, 1024, 1 << 30),
     slowReaderTimeoutMs: integer('slowReaderTimeoutMs', options.slowReaderTimeoutMs, 10_000, 1, 2 ** 31 - 1),
     maxBodyBytes: integer('maxBodyBytes', options.maxBodyBytes, 4 * 1024 * 1024, 1, 1 << 30),
@@ -173,4 +181,12 @@ export function resolveOptions(options: ServerOptions): ResolvedOptions {
     serverInfo: options.serverInfo ?? { name: 'sluice', version: '0.1.0' },
     instructions: options.instructions,
   };
+}
+
+function resolveCors(cors: ServerOptions['cors']): { origins: readonly string[] } | undefined {
+  if (cors === undefined) return undefined;
+  if (cors === null || typeof cors !== 'object' || !Array.isArray(cors.origins) || cors.origins.some((o) => typeof o !== 'string' || !/^https?:\/\/[^/\s]+$/.test(o))) {
+    throw new SluiceError('invalid_option', 'cors.origins must be an array of origins such as "https://app.example.com" (scheme and host, no path)');
+  }
+  return { origins: [...cors.origins] };
 }

@@ -103,6 +103,7 @@ export async function startRuntime(input: RuntimeInput, adapter: 'uws' | 'node')
     maxInFlightPerClient: options.maxInFlightPerClient,
     maxStreamBufferBytes: options.maxStreamBufferBytes,
     slowReaderTimeoutMs: options.slowReaderTimeoutMs,
+    cors: options.cors,
     authenticate: input.authenticate,
     trustProxy: options.trustProxy,
     maxBodyBytes: options.maxBodyBytes,

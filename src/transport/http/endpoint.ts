@@ -51,6 +51,11 @@ export interface HttpEndpointOptions {
   readonly maxStreamBufferBytes: number;
   /** How long a final response may wait for a slow reader to make room before its connection is closed. */
   readonly slowReaderTimeoutMs: number;
+  /**
+   * CORS for browser clients: requests whose Origin is listed (exactly) are allowed (the Origin
+   * check included), preflights get 204, and responses expose the MCP headers. Off when undefined.
+   */
+  readonly cors: { readonly origins: readonly string[] } | undefined;
   /** Add `sluice-worker: <threadId>` to responses (diagnostics and tests). */
   readonly exposeWorker: boolean;
   /**
@@ -65,6 +70,10 @@ const kAnonymous = Object.freeze({ ok: true as const, id: undefined });
 const kBusy: readonly (readonly [string, string])[] = [['retry-after', '1'], ['content-type', 'application/json']];
 const kNone: readonly (readonly [string, string])[] = [];
 const kNamedMethods = new Set(['tools/call', 'resources/read', 'prompts/get']);
+/** Response headers a browser client may read (CORS). */
+const kCorsExposed = 'mcp-session-id, mcp-protocol-version';
+/** Request headers a preflight allows when the browser asks for none we can echo. */
+const kCorsAllowed = 'content-type, accept, authorization, mcp-session-id, mcp-protocol-version, mcp-method, mcp-name, last-event-id';
 /** Host names of the loopback interface (Origin checks; the Host allow-list of a loopback server). */
 export const kLoopbackHosts: ReadonlySet<string> = new Set(['localhost', '127.0.0.1', '[::1]']);
 
@@ -84,6 +93,7 @@ export class HttpEndpoint {
     this.#o = options;
     this.#slowReaders = { maxBufferedBytes: options.maxStreamBufferBytes, timeoutMs: options.slowReaderTimeoutMs, counters: engine.config.counters };
     this.#worker = options.exposeWorker ? [['sluice-worker', String(threadId)]] : [];
+    this.#corsOrigins = new Set(options.cors?.origins ?? []);
   }
 
   handle(ex: Exchange): void {
@@ -123,14 +133,59 @@ export class HttpEndpoint {
       case 'DELETE':
         void this.#delete(ex).catch((error: unknown) => this.#crash(ex, error));
         return;
+      case 'OPTIONS':
+        if (this.#preflight(ex)) return;
+        ex.respond(405, [['allow', 'POST, DELETE'], ...this.#extra(ex)], '');
+        return;
       default:
         // No server-to-client stream is offered (GET), in either era.
-        ex.respond(405, [['allow', 'POST, DELETE'], ...this.#worker], '');
+        ex.respond(405, [['allow', 'POST, DELETE'], ...this.#extra(ex)], '');
     }
   }
 
+  readonly #corsOrigins: ReadonlySet<string>;
+  /** Extra response headers per CORS origin (built once per origin seen). */
+  readonly #corsHeaders = new Map<string, readonly (readonly [string, string])[]>();
+
+  /** Headers every response to this exchange carries beyond its own: the worker id, CORS. */
+  #extra(ex: Exchange): readonly (readonly [string, string])[] {
+    if (this.#corsOrigins.size === 0) return this.#worker;
+    const origin = ex.header('origin');
+    if (origin === undefined || !this.#corsOrigins.has(origin)) return this.#worker;
+    let headers = this.#corsHeaders.get(origin);
+    if (headers === undefined) {
+      headers = [
+        ...this.#worker,
+        ['access-control-allow-origin', origin],
+        ['access-control-expose-headers', kCorsExposed],
+        ['vary', 'Origin'],
+      ];
+      this.#corsHeaders.set(origin, headers);
+    }
+    return headers;
+  }
+
+  /** A CORS preflight from a listed origin: 204 with what may be sent. False when it is not one. */
+  #preflight(ex: Exchange): boolean {
+    const origin = ex.header('origin');
+    const method = ex.header('access-control-request-method');
+    if (origin === undefined || method === undefined || !this.#corsOrigins.has(origin)) return false;
+    const requested = ex.header('access-control-request-headers');
+    // Echo the requested headers when each is a plain token (what browsers send), else the MCP set.
+    const allowHeaders = requested !== undefined && /^[A-Za-z0-9!#$%&'*+.^_`|~-]+(\s*,\s*[A-Za-z0-9!#$%&'*+.^_`|~-]+)*$/.test(requested.trim())
+      ? requested.trim()
+      : kCorsAllowed;
+    ex.respond(204, [
+      ...this.#extra(ex),
+      ['access-control-allow-methods', 'POST, DELETE'],
+      ['access-control-allow-headers', allowHeaders],
+      ['access-control-max-age', '600'],
+    ], '');
+    return true;
+  }
+
   #originAllowed(origin: string): boolean {
-    if (this.#o.allowedOrigins.includes(origin)) return true;
+    if (this.#o.allowedOrigins.includes(origin) || this.#corsOrigins.has(origin)) return true;
     try {
       const url = new URL(origin);
       return (url.protocol === 'http:' || url.protocol === 'https:') && kLoopbackHosts.has(url.hostname);
@@ -167,7 +222,7 @@ export class HttpEndpoint {
     const store = this.#o.sessions;
     const id = ex.header('mcp-session-id');
     if (store === undefined) {
-      ex.respond(405, [['allow', 'POST'], ...this.#worker], '');
+      ex.respond(405, [['allow', 'POST'], ...this.#extra(ex)], '');
       return;
     }
     if (id === undefined) {
@@ -179,7 +234,7 @@ export class HttpEndpoint {
     const found = store.lookup(id, principal.id, this.#o.sessionIdleMs);
     if (!found.ok) return this.#error(ex, 404, null, ErrorCode.InvalidRequest, 'Session not found');
     store.delete(found);
-    ex.respond(204, this.#worker, '');
+    ex.respond(204, this.#extra(ex), '');
   }
 
   async #post(ex: Exchange): Promise<void> {
@@ -221,7 +276,7 @@ export class HttpEndpoint {
       // notifications/cancelled cancels nothing here: a modern request ends only when its own
       // stream closes, so no other connection can cancel it.
       this.#engine.config.counters.add(Counter.Notifications);
-      ex.respond(202, this.#worker, '');
+      ex.respond(202, this.#extra(ex), '');
       return;
     }
     const id: JsonRpcId | null = message.kind === 'request' ? message.id : null;
@@ -256,7 +311,7 @@ export class HttpEndpoint {
         const created = store.create(principal.id, capabilityBits(message.params?.capabilities), this.#client(principal.id, ex), this.#o.maxSessionsPerClient);
         if (!created.ok) {
           if (created.reason === 'client_limit') return this.#clientLimited(ex, id, 'too many sessions for this client');
-          ex.respond(503, [['retry-after', '1'], ...kJson, ...this.#worker], errorBody(id, ErrorCode.InternalError, 'Server busy: session table full'));
+          ex.respond(503, [['retry-after', '1'], ...kJson, ...this.#extra(ex)], errorBody(id, ErrorCode.InternalError, 'Server busy: session table full'));
           return;
         }
         sessionHeader = created.id;
@@ -267,13 +322,13 @@ export class HttpEndpoint {
     if (message.kind === 'response') {
       // An answer to a request a tool sent this client (any worker may receive it).
       this.#engine.handleResponse(message, info.scope);
-      ex.respond(202, this.#worker, '');
+      ex.respond(202, this.#extra(ex), '');
       return;
     }
     if (message.kind === 'notification') {
       const outcome = this.#engine.handleNotification(message.method, message.params, info);
-      if (outcome.ok) ex.respond(202, this.#worker, '');
-      else ex.respond(outcome.httpStatus, [...kJson, ...this.#worker], outcome.body);
+      if (outcome.ok) ex.respond(202, this.#extra(ex), '');
+      else ex.respond(outcome.httpStatus, [...kJson, ...this.#extra(ex)], outcome.body);
       return;
     }
     // Per-client bound on this worker's running requests: one client cannot take the whole table.
@@ -285,7 +340,7 @@ export class HttpEndpoint {
     }
     this.#inFlight.set(client, running + 1);
     const reply = new HttpReply(ex, {
-      canStream: streams, worker: this.#worker, session: sessionHeader, store: this.#o.sessions, client, release: this.#releaseClient, policy: this.#slowReaders,
+      canStream: streams, extra: this.#extra(ex), session: sessionHeader, store: this.#o.sessions, client, release: this.#releaseClient, policy: this.#slowReaders,
     });
     const handle = this.#engine.handleRequest(message.id, message.method, message.params, info, reply);
     if (handle !== undefined) {
@@ -336,7 +391,7 @@ export class HttpEndpoint {
   #clientLimited(ex: Exchange, id: JsonRpcId | null, what: string): void {
     this.#engine.config.counters.add(Counter.ClientLimited);
     if (ex.aborted) return;
-    ex.respond(429, [['retry-after', '1'], ...kJson, ...this.#worker], errorBody(id, ErrorCode.InternalError, `Too Many Requests: ${what}`));
+    ex.respond(429, [['retry-after', '1'], ...kJson, ...this.#extra(ex)], errorBody(id, ErrorCode.InternalError, `Too Many Requests: ${what}`));
   }
 
   #scope(sessionId: string | undefined, principalId: string | undefined, ex: Exchange): string {
@@ -377,11 +432,11 @@ export class HttpEndpoint {
 
   #error(ex: Exchange, status: number, id: JsonRpcId | null, code: number, message: string, data?: unknown): void {
     if (ex.aborted) return;
-    ex.respond(status, [...kJson, ...this.#worker], errorBody(id, code, message, data));
+    ex.respond(status, [...kJson, ...this.#extra(ex)], errorBody(id, code, message, data));
   }
 
   #plain(ex: Exchange, status: number, text: string): void {
-    ex.respond(status, [['content-type', 'text/plain'], ...this.#worker], text);
+    ex.respond(status, [['content-type', 'text/plain'], ...this.#extra(ex)], text);
   }
 
   #crash(ex: Exchange, error: unknown): void {

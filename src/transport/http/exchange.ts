@@ -67,7 +67,7 @@ export interface Exchange {
 
 /** Headers every adapter copies up front (uWS only allows reading them synchronously). */
 export const kRequestHeaders = [
-  'accept', 'authorization', 'content-length', 'content-type', 'cookie', 'host', 'last-event-id', 'mcp-method',
+  'access-control-request-headers', 'access-control-request-method', 'accept', 'authorization', 'content-length', 'content-type', 'cookie', 'host', 'last-event-id', 'mcp-method',
   'mcp-name', 'mcp-protocol-version', 'mcp-session-id', 'origin', 'x-forwarded-for',
 ] as const;
 

@@ -25,7 +25,8 @@ export interface SlowReaderPolicy {
 /** What the endpoint knows of a request that its reply needs. */
 export interface HttpReplyInit {
   readonly canStream: boolean;
-  readonly worker: Headers;
+  /** Headers every response to this exchange carries beyond its own (worker id, CORS). */
+  readonly extra: Headers;
   /** A session this request's initialize created (announced in the reply; removed if refused). */
   readonly session: string | undefined;
   readonly store: SessionStore | undefined;
@@ -71,10 +72,10 @@ export class HttpReply implements Reply {
   }
 
   #headers(base: Headers): Headers {
-    // The common reply (no worker header, no new session) reuses the constant list as is.
-    const { worker, session } = this.#init;
-    if (worker.length === 0 && session === undefined) return base;
-    const headers = [...base, ...worker];
+    // The common reply (no extra headers, no new session) reuses the constant list as is.
+    const { extra, session } = this.#init;
+    if (extra.length === 0 && session === undefined) return base;
+    const headers = [...base, ...extra];
     if (session !== undefined) headers.push(['mcp-session-id', session]);
     return headers;
   }
@@ -136,11 +137,11 @@ export class HttpReply implements Reply {
 
   busy(id: JsonRpcId): void {
     // A refused request allocates nothing: the session its initialize created goes, unannounced.
-    const { session, store, worker } = this.#init;
+    const { session, store, extra } = this.#init;
     if (session !== undefined) store?.remove(session);
     if (this.#done || this.#ex.aborted) return;
     this.#done = true;
-    this.#ex.respond(503, worker.length === 0 ? kBusy : [...kBusy, ...worker], errorBody(id, ErrorCode.InternalError, 'Server busy: too many requests in flight'));
+    this.#ex.respond(503, extra.length === 0 ? kBusy : [...kBusy, ...extra], errorBody(id, ErrorCode.InternalError, 'Server busy: too many requests in flight'));
   }
 
   released(): void {
