@@ -41,6 +41,21 @@ function unique(what: string, keys: string[]): void {
   }
 }
 
+/** The names a catalog serves: tool and prompt names, resource URIs and URI templates. Structured-cloneable. */
+export interface CatalogNames {
+  readonly tools: readonly string[];
+  readonly resources: readonly string[];
+  readonly prompts: readonly string[];
+}
+
+export function catalogNames(catalog: Catalog): CatalogNames {
+  return {
+    tools: catalog.tools.map((t) => t.name),
+    resources: [...catalog.resources.map((r) => r.uri), ...catalog.templates.map((t) => t.uriTemplate)],
+    prompts: catalog.prompts.map((p) => p.name),
+  };
+}
+
 /**
  * A tools module named by URL or path, as a URL string every thread can import. A relative path
  * resolves against the current working directory (not against Sluice's own files).
