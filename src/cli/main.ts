@@ -251,8 +251,8 @@ async function serve(extra: string[], values: ServeFlags): Promise<number> {
     const address = await server.listen();
     if (logLevel !== 'error') {
       const threads = Math.max(1, server.workerThreadIds.length);
-      process.stderr.write(`sluice: serving MCP at ${address.url} (${server.adapter}, ${threads} HTTP thread${threads === 1 ? '' : 's'})\n`);
-      if (server.served !== undefined) process.stderr.write(describeServed(server.served));
+      const served = server.served === undefined ? '' : describeServed(server.served);
+      process.stderr.write(`sluice: serving MCP at ${address.url} (${server.adapter}, ${threads} HTTP thread${threads === 1 ? '' : 's'})\n${served}`);
     }
     await stopped;
     await server.close();
