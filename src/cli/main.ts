@@ -5,7 +5,7 @@ import { parseArgs } from 'node:util';
 import { createServer } from '../supervisor/server.js';
 import { serveStdioServer } from '../supervisor/stdio-server.js';
 import { kLogLevels } from '../supervisor/options.js';
-import type { LogLevel } from '../supervisor/options.js';
+import type { LogLevel, ServerOptions } from '../supervisor/options.js';
 import { toolsModuleLabel, toolsModuleUrl } from '../catalog/catalog.js';
 import type { CatalogNames } from '../catalog/catalog.js';
 
@@ -168,7 +168,7 @@ function choiceFlag<T extends string>(name: string, text: string | undefined, ch
   return text as T;
 }
 
-interface ServeFlags {
+export interface ServeFlags {
   tools?: string | undefined;
   host?: string | undefined;
   port?: string | undefined;
@@ -183,19 +183,8 @@ interface ServeFlags {
   'log-level'?: string | undefined;
 }
 
-/** `sluice serve`. */
-async function serve(extra: string[], values: ServeFlags): Promise<number> {
-  if (extra.length > 0) {
-    const hint = /\.[cm]?[jt]s$/.test(extra[0]!) ? ` (to serve a tools module: --tools ${extra[0]})` : '';
-    throw new UsageError(`serve takes no arguments, got ${extra.join(' ')}${hint}`);
-  }
-  const logLevel: LogLevel = choiceFlag('log-level', values['log-level'], kLogLevels) ?? 'warn';
-  const shutdownGraceMs = integerFlag('shutdown-grace', values['shutdown-grace'], 0, 2 ** 31 - 1);
-  const common = {
-    logLevel,
-    cancelOnDisconnect: values['cancel-on-disconnect'] === true,
-    ...(shutdownGraceMs === undefined ? {} : { shutdownGraceMs }),
-  };
+/** The server options `sluice serve` flags stand for (checked: a bad value is a usage error). */
+export function serveOptions(values: ServeFlags): ServerOptions & { tools: string; logLevel: LogLevel } {
   let tools: string;
   if (values.tools === undefined) {
     tools = fileURLToPath(new URL('../../examples/tools.js', import.meta.url));
@@ -207,6 +196,31 @@ async function serve(extra: string[], values: ServeFlags): Promise<number> {
       throw new SluiceError('tools_module_failed', `the tools module ${file} does not exist (--tools ${values.tools}, resolved against the current directory ${process.cwd()})`);
     }
   }
+  const shutdownGraceMs = integerFlag('shutdown-grace', values['shutdown-grace'], 0, 2 ** 31 - 1);
+  const origins = values['cors-origin'] ?? [];
+  return {
+    tools,
+    host: values.host,
+    port: integerFlag('port', values.port, 0, 65535) ?? 3000,
+    workers: integerFlag('workers', values.workers, 1, 256),
+    http: choiceFlag('http', values.http, ['auto', 'uws', 'node'] as const),
+    metrics: values.metrics === true,
+    sessions: values['no-sessions'] !== true,
+    logLevel: choiceFlag('log-level', values['log-level'], kLogLevels) ?? 'warn',
+    cancelOnDisconnect: values['cancel-on-disconnect'] === true,
+    ...(origins.length > 0 ? { cors: { origins } } : {}),
+    ...(shutdownGraceMs === undefined ? {} : { shutdownGraceMs }),
+  };
+}
+
+/** `sluice serve`. */
+async function serve(extra: string[], values: ServeFlags): Promise<number> {
+  if (extra.length > 0) {
+    const hint = /\.[cm]?[jt]s$/.test(extra[0]!) ? ` (to serve a tools module: --tools ${extra[0]})` : '';
+    throw new UsageError(`serve takes no arguments, got ${extra.join(' ')}${hint}`);
+  }
+  const options = serveOptions(values);
+  const { logLevel } = options;
   if (values.stdio === true) {
     // Desktop clients stop a stdio server with SIGTERM: shut down as gracefully as over HTTP.
     const shutdown = new AbortController();
@@ -215,9 +229,8 @@ async function serve(extra: string[], values: ServeFlags): Promise<number> {
     process.once('SIGTERM', stop);
     try {
       await serveStdioServer({
-        tools,
+        ...options,
         signal: shutdown.signal,
-        ...common,
         onServing: (served) => { if (logLevel !== 'error') process.stderr.write(`sluice: serving MCP over stdio\n${describeServed(served)}`); },
       });
     } finally {
@@ -228,18 +241,7 @@ async function serve(extra: string[], values: ServeFlags): Promise<number> {
     if (shutdown.signal.aborted) setTimeout(() => process.exit(0), kExitSlackMs).unref();
     return 0;
   }
-  const origins = values['cors-origin'] ?? [];
-  const server = createServer({
-    tools,
-    host: values.host,
-    port: integerFlag('port', values.port, 0, 65535) ?? 3000,
-    workers: integerFlag('workers', values.workers, 1, 256),
-    http: choiceFlag('http', values.http, ['auto', 'uws', 'node'] as const),
-    metrics: values.metrics === true,
-    sessions: values['no-sessions'] !== true,
-    ...(origins.length > 0 ? { cors: { origins } } : {}),
-    ...common,
-  });
+  const server = createServer(options);
   // Signal handlers first: a SIGTERM that arrives while starting must still shut down cleanly.
   let onSignal = () => {};
   const stopped = new Promise<void>((resolve) => {

@@ -176,7 +176,7 @@ export function resolveOptions(options: ServerOptions): ResolvedOptions {
     intervalMs: integer('janitor.intervalMs', options.janitor?.intervalMs, 60_000, 1, 2 ** 31 - 1),
     ttlMs: integer('janitor.ttlMs', options.janitor?.ttlMs, 300_000, 0, Number.MAX_SAFE_INTEGER),
   };
-  const logLevel = options.logLevel ?? 'warn';
+  const logLevel = options.logLevel === undefined ? 'warn' : options.logLevel;
   if (!kLogLevels.includes(logLevel)) throw new SluiceError('invalid_option', `logLevel must be one of ${kLogLevels.map((l) => `'${l}'`).join(', ')}, got ${String(logLevel)}`);
   const path = options.path ?? '/mcp';
   if (typeof path !== 'string' || !path.startsWith('/')) throw new SluiceError('invalid_option', `path must start with '/', got ${String(path)}`);
