@@ -13,6 +13,7 @@ export type SluiceErrorCode =
   | 'uws_native_unavailable'
   | 'listen_failed'
   | 'port_in_use'
+  | 'tools_module_failed'
   | 'process_exit_refused';
 
 export class SluiceError extends Error {

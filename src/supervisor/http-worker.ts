@@ -1,11 +1,14 @@
 import { subscribe } from 'node:diagnostics_channel';
 import { cancellationCleanupChannel, requestCancelledChannel, requestKilledChannel, requestStopChannel } from '../telemetry/channels.js';
 import { parentPort, workerData } from 'node:worker_threads';
-import { importToolsModule } from '../catalog/catalog.js';
+import { catalogNames, importToolsModule } from '../catalog/catalog.js';
+import type { CatalogNames } from '../catalog/catalog.js';
 import { SluiceError } from '../errors.js';
+import type { SluiceErrorCode } from '../errors.js';
 import type { Authenticate } from '../transport/http/endpoint.js';
 import type { ListKind } from '../tools/context.js';
-import type { ResolvedOptions } from './options.js';
+import { filterLog } from './options.js';
+import type { LogLevel, ResolvedOptions } from './options.js';
 import { startRuntime } from './runtime.js';
 import type { SharedState } from './runtime.js';
 
@@ -20,10 +23,12 @@ export interface HttpWorkerData {
 
 /** Messages from an HTTP worker to the supervisor. */
 export type FromHttpWorker =
-  | { type: 'listening'; port: number }
-  | { type: 'failed'; message: string }
+  /** `served`: what this worker's catalog offers (the CLI's start-up line). */
+  | { type: 'listening'; port: number; served: CatalogNames }
+  /** `code`: the SluiceError code when there is one (tools_module_failed: the tools module did not load). */
+  | { type: 'failed'; message: string; code?: SluiceErrorCode | undefined }
   | { type: 'event'; channel: string; message: unknown }
-  | { type: 'log'; level: 'warn' | 'error'; message: string }
+  | { type: 'log'; level: LogLevel; message: string }
   | { type: 'closed' }
   | { type: 'response'; target: number; response: string; scope: string }
   | { type: 'listChanged'; kind: ListKind }
@@ -62,6 +67,8 @@ export async function runHttpWorker(): Promise<void> {
   // diagnostics_channel is per thread: forward what a supervisor-side subscriber should see.
   const forwarded = data.options.forwardRequestStop ? [...kForwarded, String(requestStopChannel.name)] : kForwarded;
   for (const channel of forwarded) subscribe(channel, (message) => send({ type: 'event', channel, message }));
+  // Lines below the level are dropped here, before they cost a message to the supervisor.
+  const log = filterLog(data.options.logLevel, (level, message) => send({ type: 'log', level, message }));
   try {
     const { catalog, exports } = await importToolsModule(data.toolsModule);
     const authenticate = typeof exports.authenticate === 'function' ? (exports.authenticate as Authenticate) : undefined;
@@ -72,7 +79,7 @@ export async function runHttpWorker(): Promise<void> {
       toolsModule: data.toolsModule,
       authenticate,
       port: data.port,
-      log: (level, message) => send({ type: 'log', level, message }),
+      log,
       forwardResponse: (target, response, scope) => send({ type: 'response', target, response, scope }),
       broadcastListChanged: (kind) => send({ type: 'listChanged', kind }),
       onPoolThread: (threadId, alive) => send({ type: 'poolThread', threadId, alive }),
@@ -105,9 +112,9 @@ export async function runHttpWorker(): Promise<void> {
         port.close();
       });
     });
-    send({ type: 'listening', port: runtime.listening.port });
+    send({ type: 'listening', port: runtime.listening.port, served: catalogNames(catalog) });
   } catch (error) {
-    send({ type: 'failed', message: error instanceof Error ? error.message : String(error) });
+    send({ type: 'failed', message: error instanceof Error ? error.message : String(error), code: error instanceof SluiceError ? error.code : undefined });
     port.close();
   }
 }

@@ -4,6 +4,25 @@ import type { RegistryOptions } from '../registry/index.js';
 import type { Tool } from '../tools/define.js';
 import type { Authenticate } from '../transport/http/endpoint.js';
 
+/** Severity of a server log line, least severe first. */
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+
+/** The log levels, least severe first. */
+export const kLogLevels: readonly LogLevel[] = Object.freeze(['debug', 'info', 'warn', 'error'] as const);
+
+/** Where server log lines go (ServerHooks.log, StdioServerOptions.log). */
+export type LogSink = (level: LogLevel, message: string) => void;
+
+/**
+ * The one place log lines are filtered by level: a sink that passes on lines at `threshold` or more
+ * severe. Decided once (pino): at 'debug' the sink itself is returned.
+ */
+export function filterLog(threshold: LogLevel, sink: LogSink): LogSink {
+  const min = kLogLevels.indexOf(threshold);
+  if (min <= 0) return sink;
+  return (level, message) => { if (kLogLevels.indexOf(level) >= min) sink(level, message); };
+}
+
 /** Options of `createServer`. Every field but `tools` has a default. */
 export interface ServerOptions {
   /**
@@ -91,6 +110,14 @@ export interface ServerOptions {
    * per request, so off by default; the other events are always forwarded). Default false.
    */
   forwardRequestStop?: boolean;
+  /**
+   * Least severe log line written (to ServerHooks.log, else stderr). Default 'warn'. Levels:
+   * 'error' — the server itself failed (a worker crashed, a request could not be answered);
+   * 'warn' — a tool, resource or prompt handler threw (logged with its name: the client got
+   * `isError` content, the operator should still see it), refused cancels, degraded adapters;
+   * 'info' — lifecycle (what is served, shutdown); 'debug' — per-request detail.
+   */
+  logLevel?: LogLevel;
   serverInfo?: { name: string; version: string };
   instructions?: string;
 }
@@ -123,6 +150,7 @@ export interface ResolvedOptions {
   cancelOnDisconnect: boolean;
   exposeWorker: boolean;
   forwardRequestStop: boolean;
+  logLevel: LogLevel;
   serverInfo: { name: string; version: string };
   instructions: string | undefined;
 }
@@ -149,6 +177,8 @@ export function resolveOptions(options: ServerOptions): ResolvedOptions {
     intervalMs: integer('janitor.intervalMs', options.janitor?.intervalMs, 60_000, 1, 2 ** 31 - 1),
     ttlMs: integer('janitor.ttlMs', options.janitor?.ttlMs, 300_000, 0, Number.MAX_SAFE_INTEGER),
   };
+  const logLevel = options.logLevel === undefined ? 'warn' : options.logLevel;
+  if (!kLogLevels.includes(logLevel)) throw new SluiceError('invalid_option', `logLevel must be one of ${kLogLevels.map((l) => `'${l}'`).join(', ')}, got ${String(logLevel)}`);
   const path = options.path ?? '/mcp';
   if (typeof path !== 'string' || !path.startsWith('/')) throw new SluiceError('invalid_option', `path must start with '/', got ${String(path)}`);
   return {
@@ -178,15 +208,18 @@ export function resolveOptions(options: ServerOptions): ResolvedOptions {
     cancelOnDisconnect: bool('cancelOnDisconnect', options.cancelOnDisconnect, false),
     exposeWorker: bool('exposeWorker', options.exposeWorker, false),
     forwardRequestStop: bool('forwardRequestStop', options.forwardRequestStop, false),
+    logLevel,
     serverInfo: options.serverInfo ?? { name: 'sluice', version: '0.1.0' },
     instructions: options.instructions,
   };
 }
 
-function resolveCors(cors: ServerOptions['cors']): { origins: readonly string[] } | undefined {
+function resolveCors(cors: unknown): { origins: readonly string[] } | undefined {
   if (cors === undefined) return undefined;
-  if (cors === null || typeof cors !== 'object' || !Array.isArray(cors.origins) || cors.origins.some((o) => typeof o !== 'string' || !/^https?:\/\/[^/\s]+$/.test(o))) {
-    throw new SluiceError('invalid_option', 'cors.origins must be an array of origins such as "https://app.example.com" (scheme and host, no path)');
+  const origins = cors !== null && typeof cors === 'object' ? (cors as { origins?: unknown }).origins : undefined;
+  // An origin is a scheme and a host (and port): browsers send exactly that, never a path.
+  if (!Array.isArray(origins) || !origins.every((o) => typeof o === 'string' && /^https?:\/\/[^/\s]+$/.test(o))) {
+    throw new SluiceError('invalid_option', `cors.origins must be an array of origins such as 'https://app.example.com' (scheme and host, no path), got ${JSON.stringify(origins) ?? String(origins)}`);
   }
-  return { origins: [...cors.origins] };
+  return { origins: Object.freeze([...origins]) };
 }

@@ -6,12 +6,12 @@ import { createRegistry } from '../registry/index.js';
 import type { Registry } from '../registry/index.js';
 import { SessionStore } from '../sessions/store.js';
 import { ServerCounters } from '../telemetry/counters.js';
-import { collectCatalog, toolsModuleUrl } from '../catalog/catalog.js';
-import type { Catalog } from '../catalog/catalog.js';
+import { catalogNames, collectCatalog, toolsModuleUrl } from '../catalog/catalog.js';
+import type { Catalog, CatalogNames } from '../catalog/catalog.js';
 import type { ListKind } from '../tools/context.js';
 import type { FromHttpWorker, HttpWorkerData } from './http-worker.js';
-import { resolveOptions } from './options.js';
-import type { ResolvedOptions, ServerOptions } from './options.js';
+import { filterLog, resolveOptions } from './options.js';
+import type { LogSink, ResolvedOptions, ServerOptions } from './options.js';
 import { chooseAdapter, startRuntime } from './runtime.js';
 import { threadEntry } from './entry.js';
 import { checkPortFree, freePort } from './port.js';
@@ -37,6 +37,8 @@ export interface Server {
   readonly adapter: 'uws' | 'node' | undefined;
   /** Thread ids of the HTTP workers (empty in-process). */
   readonly workerThreadIds: readonly number[];
+  /** What is served (tool and prompt names, resource URIs and templates), once listening. */
+  readonly served: CatalogNames | undefined;
   /**
    * Announces that a list changed: every open 2026-07-28 subscriptions/listen stream that asked for
    * it, on every thread, gets `notifications/<kind>/list_changed`.
@@ -45,14 +47,14 @@ export interface Server {
 }
 
 export interface ServerHooks {
-  /** Where warnings and errors go (default: stderr). */
-  log?: (level: 'warn' | 'error', message: string) => void;
+  /** Where log lines at `logLevel` or above go (default: stderr). */
+  log?: LogSink;
 }
 
 /** Creates (but does not start) a server. Options are checked here, synchronously. */
 export function createServer(options: ServerOptions, hooks: ServerHooks = {}): Server {
   const resolved = resolveOptions(options);
-  const log = hooks.log ?? ((_level, message) => { process.stderr.write(`${message}\n`); });
+  const log = filterLog(resolved.logLevel, hooks.log ?? ((_level, message) => { process.stderr.write(`${message}\n`); }));
   let catalog: Catalog | undefined;
   let toolsModule: string | undefined;
   if (typeof options.tools === 'string' || options.tools instanceof URL) {
@@ -76,7 +78,7 @@ class SluiceServer implements Server {
   readonly #catalog: Catalog | undefined;
   readonly #toolsModule: string | undefined;
   readonly #raw: ServerOptions;
-  readonly #log: (level: 'warn' | 'error', message: string) => void;
+  readonly #log: LogSink;
   readonly #counters: ServerCounters;
   readonly #sessions: SessionStore | undefined;
   readonly #shared: SharedState;
@@ -88,8 +90,9 @@ class SluiceServer implements Server {
   #sweep: ReturnType<typeof setInterval> | undefined;
   #closing: Promise<void> | undefined;
   #address: ServerAddress | undefined;
+  #served: CatalogNames | undefined;
 
-  constructor(options: ResolvedOptions, catalog: Catalog | undefined, toolsModule: string | undefined, raw: ServerOptions, log: (level: 'warn' | 'error', message: string) => void) {
+  constructor(options: ResolvedOptions, catalog: Catalog | undefined, toolsModule: string | undefined, raw: ServerOptions, log: LogSink) {
     this.#options = options;
     this.#catalog = catalog;
     this.#toolsModule = toolsModule;
@@ -103,6 +106,11 @@ class SluiceServer implements Server {
 
   get workerThreadIds(): readonly number[] {
     return [...this.#workers.values()];
+  }
+
+  get served(): CatalogNames | undefined {
+    if (this.#address === undefined) return undefined;
+    return this.#served ??= this.#catalog === undefined ? undefined : catalogNames(this.#catalog);
   }
 
   notifyListChanged(kind: ListKind): void {
@@ -209,10 +217,12 @@ class SluiceServer implements Server {
     switch (message.type) {
       case 'listening':
         state.started = true;
+        this.#served ??= message.served;
         resolve(message.port);
         break;
       case 'failed':
-        reject(new SluiceError('listen_failed', `HTTP worker failed to start: ${message.message}`));
+        // The tools module not loading is the user's to fix, not a listen failure: say so as it is.
+        reject(message.code === 'tools_module_failed' ? new SluiceError('tools_module_failed', message.message) : new SluiceError('listen_failed', `HTTP worker failed to start: ${message.message}`));
         break;
       case 'event':
         channel(message.channel).publish(message.message);

@@ -5,12 +5,12 @@ import { SluiceError } from '../errors.js';
 import { Engine } from '../protocol/engine.js';
 import { createRegistry } from '../registry/index.js';
 import { ServerCounters } from '../telemetry/counters.js';
-import { collectCatalog, importToolsModule, toolsModuleUrl } from '../catalog/catalog.js';
-import type { Catalog } from '../catalog/catalog.js';
+import { catalogNames, collectCatalog, importToolsModule, toolsModuleUrl } from '../catalog/catalog.js';
+import type { Catalog, CatalogNames } from '../catalog/catalog.js';
 import { ToolPool } from '../tools/pool.js';
 import { serveStdio } from '../transport/stdio/stdio.js';
-import { resolveOptions } from './options.js';
-import type { ServerOptions } from './options.js';
+import { filterLog, resolveOptions } from './options.js';
+import type { LogSink, ServerOptions } from './options.js';
 import { kCancelSettleMs, kShutdownReason, settled } from './shutdown.js';
 
 export interface StdioServerOptions extends ServerOptions {
@@ -18,8 +18,10 @@ export interface StdioServerOptions extends ServerOptions {
   input?: Readable;
   /** Default process.stdout. */
   output?: Writable;
-  /** Where warnings go (default stderr: stdout carries the protocol). */
-  log?: (level: 'warn' | 'error', message: string) => void;
+  /** Where log lines at `logLevel` or above go (default stderr: stdout carries the protocol). */
+  log?: LogSink;
+  /** Told what is served once the tools are loaded, before the first line is read. */
+  onServing?: (served: CatalogNames) => void;
   /**
    * Graceful shutdown (the CLI aborts it on SIGTERM/SIGINT): input is no longer read (what was
    * already read is still served); running requests get `shutdownGraceMs` to finish; then every
@@ -32,7 +34,7 @@ export interface StdioServerOptions extends ServerOptions {
 /** Serves the tools over stdio (newline-delimited JSON-RPC) until the input ends or `signal` aborts. */
 export async function serveStdioServer(options: StdioServerOptions): Promise<void> {
   const resolved = resolveOptions(options);
-  const log = options.log ?? ((_level, message) => { process.stderr.write(`${message}\n`); });
+  const log = filterLog(resolved.logLevel, options.log ?? ((_level, message) => { process.stderr.write(`${message}\n`); }));
   let catalog: Catalog;
   let toolsModule: string | undefined;
   if (typeof options.tools === 'string' || options.tools instanceof URL) {
@@ -43,6 +45,7 @@ export async function serveStdioServer(options: StdioServerOptions): Promise<voi
   } else {
     throw new SluiceError('invalid_option', 'tools must be an array of tools or a module path/URL');
   }
+  options.onServing?.(catalogNames(catalog));
   const registry = createRegistry({ maxThreads: 64, ...options.registry });
   const descriptor = registry.descriptor;
   const counters = ServerCounters.create(64);

@@ -16,7 +16,7 @@ afterEach(async () => {
 describe('sluice call', () => {
   it('prints progress and the result; Ctrl-C cancels the call, the server sees it, the exit code is non-zero', async () => {
     running = await startServer();
-    const ok = spawn(process.execPath, [bin, 'call', running.address.url, 'echo', '{"text":"hi"}']);
+    const ok = spawn(process.execPath, [bin, 'call', '--json', running.address.url, 'echo', '{"text":"hi"}']);
     let out = '';
     ok.stdout.on('data', (c: Buffer) => { out += c.toString(); });
     const [code] = await once(ok, 'exit');

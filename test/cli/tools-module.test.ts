@@ -1,0 +1,175 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { createServer } from '../../src/index.js';
+import { SluiceError } from '../../src/errors.js';
+import { kSluiceUrl, runCli, serveCli, tempDir } from './helpers.js';
+
+/** A tools module that serves one tool, `hello`. */
+const kGood = `import { defineTool } from '${kSluiceUrl}';
+export const hello = defineTool({ name: 'hello', description: 'Greets.', inputSchema: { type: 'object', properties: {} }, handler: () => 'hello' });
+export default [hello];
+`;
+
+/** Every way a tools module fails to load, and what the message must point at (`<dir>` is its directory). */
+const kBroken: { what: string; file: string; files: Record<string, string>; expect: string[] }[] = [
+  {
+    what: 'a syntax error',
+    file: 'tools.mjs',
+    files: { 'tools.mjs': 'export const a = 1;\nconst = 5;\n' },
+    expect: ['<dir>/tools.mjs:2', 'SyntaxError', "Unexpected token '='"],
+  },
+  {
+    what: 'a syntax error in a module it imports',
+    file: 'tools.mjs',
+    files: { 'tools.mjs': "import './helper.mjs';\nexport default [];\n", 'helper.mjs': '\n\nfunction (\n' },
+    expect: ['<dir>/helper.mjs:3', 'SyntaxError'],
+  },
+  {
+    what: 'a throw at import',
+    file: 'tools.mjs',
+    files: { 'tools.mjs': "export const a = 1;\n\nthrow new Error('no database configured');\n" },
+    expect: ['<dir>/tools.mjs:3:7', 'no database configured'],
+  },
+  {
+    what: 'a missing package',
+    file: 'tools.mjs',
+    files: { 'tools.mjs': `import { defineTool } from '${kSluiceUrl}';\nimport missing from 'no-such-package-anywhere';\nexport default [missing];\n` },
+    expect: ['<dir>/tools.mjs:2', "Cannot find package 'no-such-package-anywhere'"],
+  },
+  {
+    what: 'a missing named export',
+    file: 'tools.mjs',
+    files: { 'tools.mjs': "import { nothing } from './other.mjs';\nexport default [nothing];\n", 'other.mjs': 'export const something = 1;\n' },
+    expect: ['<dir>/tools.mjs:1', "does not provide an export named 'nothing'"],
+  },
+  {
+    what: 'no Sluice definitions',
+    file: 'tools.mjs',
+    files: { 'tools.mjs': 'export const helper = () => 1;\nexport const config = { port: 1 };\nexport default [1, 2];\n' },
+    expect: ['<dir>/tools.mjs exports no Sluice tools, resources or prompts', 'default (an array of 2 with no definition in it)', 'helper (a function)', 'config (an object)', 'defineTool'],
+  },
+];
+
+describe('a tools module that fails to load', () => {
+  it.each(kBroken)('$what: `sluice serve` names the file and line and exits 1, never "listen_failed"', async ({ file, files, expect: wanted }) => {
+    const dir = tempDir(files);
+    const run = await runCli(['serve', '--port', '0', '--tools', file], { cwd: dir }); // relative: resolved against the cwd
+    expect(run.code).toBe(1);
+    for (const text of wanted) expect(run.stderr).toContain(text.replace('<dir>', dir));
+    expect(run.stderr).not.toContain('HTTP worker failed to start');
+    expect(run.stderr).not.toContain('listen_failed');
+  });
+
+  it.each(kBroken.slice(0, 3))('$what: createServer(...).listen() rejects with code tools_module_failed', async ({ file, files, expect: wanted }) => {
+    const dir = tempDir(files);
+    const server = createServer({ tools: join(dir, file), port: 0, workers: 2 }, { log: () => {} });
+    const error = await server.listen().then(() => undefined, (e: unknown) => e);
+    await server.close();
+    expect(error).toBeInstanceOf(SluiceError);
+    expect((error as SluiceError).code).toBe('tools_module_failed');
+    expect((error as SluiceError).message).toContain(wanted[0]!.replace('<dir>', dir));
+  });
+
+  it.each(kBroken.filter((b) => b.what !== 'a missing package'))('$what: `sluice serve --stdio` says the same and exits 1', async ({ file, files, expect: wanted }) => {
+    const dir = tempDir(files);
+    const run = await runCli(['serve', '--stdio', '--tools', join(dir, file)]);
+    expect(run.code).toBe(1);
+    for (const text of wanted) expect(run.stderr).toContain(text.replace('<dir>', dir));
+  });
+
+  it('a relative --tools path that does not exist: the resolved path and the directory it was resolved against', async () => {
+    const dir = tempDir({});
+    const run = await runCli(['serve', '--port', '0', '--tools', './lib/tools.js'], { cwd: dir });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain(`${dir}/lib/tools.js does not exist`);
+    expect(run.stderr).toContain(`current directory ${dir}`);
+  });
+
+  it('a relative --tools path resolves against the current directory', async () => {
+    const dir = tempDir({ 'tools.mjs': kGood });
+    const serving = await serveCli(['--port', '0', '--workers', '1', '--tools', 'tools.mjs'], { cwd: dir });
+    try {
+      expect(serving.stderr()).toContain('tools (1): hello');
+      const run = await runCli(['call', serving.url, 'hello']);
+      expect(run).toMatchObject({ code: 0, stdout: 'hello\n' });
+    } finally {
+      expect(await serving.stop()).toBe(0);
+    }
+  });
+});
+
+/** Erasable TypeScript only (what Node's type stripping runs): annotations, interfaces, `import type`. */
+const kTypeScript = `import { defineTool } from '${kSluiceUrl}';
+import type { Tool } from '${kSluiceUrl}';
+
+interface Args { text: string }
+
+export const shout: Tool = defineTool({
+  name: 'shout',
+  description: 'Upper-cases its text.',
+  inputSchema: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] },
+  handler: (args) => String((args as unknown as Args).text).toUpperCase(),
+});
+
+export const pooled: Tool = defineTool({
+  name: 'pooled',
+  description: 'Runs in a pool thread.',
+  inputSchema: { type: 'object', properties: {} },
+  pool: true,
+  handler: (): string => 'from the pool',
+});
+
+export default [shout, pooled] satisfies Tool[];
+`;
+
+/** A Node 22 binary (≥ 22.18 strips types by default), installed for the conformance suite. */
+const kNode22 = fileURLToPath(new URL('../../conformance/node_modules/node/bin/node', import.meta.url));
+const kNode22Alt = '/work/main/conformance/node_modules/node/bin/node';
+const node22 = existsSync(kNode22) ? kNode22 : existsSync(kNode22Alt) ? kNode22Alt : undefined;
+
+describe('tools written in TypeScript', () => {
+  it.skipIf(node22 === undefined)('Node 22 serves a .ts tools module with no build step (HTTP workers and the pool)', async () => {
+    const dir = tempDir({ 'tools.ts': kTypeScript });
+    const serving = await serveCli(['--port', '0', '--tools', 'tools.ts', '--http', 'node'], { cwd: dir, node: node22! });
+    try {
+      expect(serving.stderr()).toContain('tools (2): shout, pooled');
+      expect(await runCli(['call', serving.url, 'shout', '{"text":"hi"}'])).toMatchObject({ code: 0, stdout: 'HI\n' });
+      expect(await runCli(['call', serving.url, 'pooled'])).toMatchObject({ code: 0, stdout: 'from the pool\n' });
+    } finally {
+      expect(await serving.stop()).toBe(0);
+    }
+  });
+
+  it.skipIf(Number(process.versions.node.split('.')[0]) >= 22)('Node 20 cannot load it: the error says what to do, and the exit code is 1', async () => {
+    const dir = tempDir({ 'tools.ts': kTypeScript });
+    const run = await runCli(['serve', '--port', '0', '--tools', 'tools.ts'], { cwd: dir });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain(`${dir}/tools.ts`);
+    expect(run.stderr).toContain(`Node ${process.versions.node} cannot load TypeScript`);
+    expect(run.stderr).toContain('node --import tsx');
+    expect(run.stderr).toContain('Node >= 22.18');
+    const stdio = await runCli(['serve', '--stdio', '--tools', join(dir, 'tools.ts')]);
+    expect(stdio.code).toBe(1);
+    expect(stdio.stderr).toContain('cannot load TypeScript');
+  });
+
+  it('a loader given at start (as `node --import tsx` is) reaches the HTTP workers and the pool threads', async () => {
+    // ts-register.mjs compiles TypeScript with the TypeScript compiler, so this runs on any Node,
+    // and non-erasable syntax (an enum) proves the loader did the work, not Node's type stripping.
+    const withEnum = kTypeScript.replace('export default [shout, pooled]', `enum Mode { Loud = 'LOUD' }
+export const mode: Tool = defineTool({ name: 'mode', description: 'An enum, in the pool.', inputSchema: { type: 'object', properties: {} }, pool: true, handler: (): string => Mode.Loud });
+
+export default [shout, pooled, mode]`);
+    const dir = tempDir({ 'tools.ts': withEnum });
+    const register = fileURLToPath(new URL('../fixtures/ts-register.mjs', import.meta.url));
+    const serving = await serveCli(['--port', '0', '--workers', '2', '--tools', 'tools.ts'], { cwd: dir, execArgv: ['--import', register] });
+    try {
+      expect(await runCli(['call', serving.url, 'shout', '{"text":"workers"}'])).toMatchObject({ code: 0, stdout: 'WORKERS\n' });
+      expect(await runCli(['call', serving.url, 'mode'])).toMatchObject({ code: 0, stdout: 'LOUD\n' });
+    } finally {
+      expect(await serving.stop()).toBe(0);
+    }
+  });
+});
