@@ -13,7 +13,8 @@ export type SluiceErrorCode =
   | 'uws_native_unavailable'
   | 'listen_failed'
   | 'port_in_use'
-  | 'process_exit_refused';
+  | 'process_exit_refused'
+  | 'invalid_definition';
 
 export class SluiceError extends Error {
   readonly code: SluiceErrorCode;
