@@ -42,7 +42,10 @@ export type ToolSchema = JsonSchema | StandardSchemaV1;
 export type InferArguments<S> = S extends StandardSchemaV1<unknown, infer Out> ? Out : Record<string, unknown>;
 
 /** What a handler may return: with a Standard Schema `outputSchema`, that schema's input type (or a full result). */
-export type InferToolOutput<S> = [S] extends [StandardSchemaV1<infer In, unknown>] ? In | CallToolResult | InputRequired : ToolOutput;
+export type InferToolOutput<S> = CallToolResult | InputRequired | StructuredOutput<S>;
+
+/** The non-result values a handler may return (kept apart so full results keep their literal types). */
+type StructuredOutput<S> = [S] extends [StandardSchemaV1<infer In, unknown>] ? In : string | number | boolean | null | Record<string, unknown> | unknown[];
 
 export interface ToolDefinition<In extends ToolSchema = JsonSchema, Out extends ToolSchema = JsonSchema> {
   /** 1–128 characters of [A-Za-z0-9_.-]. */
