@@ -87,6 +87,9 @@ function ajvFor(schema: JsonSchema, what: string): AjvInstance {
     if (ajv2020 === undefined) {
       ajv2020 = new Ajv2020(kOptions);
       addFormats(ajv2020);
+      // Ajv resolves `$anchor` (draft 2020-12 core) but does not list it as a keyword, so strict
+      // mode would refuse it; declaring it changes nothing else.
+      ajv2020.addKeyword('$anchor');
     }
     return ajv2020;
   }

@@ -86,7 +86,7 @@ describe.each([['inline', ''], ['pool', '_pool']])('%s tools', (_where, suffix) 
     [{ email: 'not-an-email' }, '$.email: must match format "email"'],
     [{ id: 'not-a-uuid' }, '$.id: must be integer'],
     [{ extra: 1 }, '$.extra: not allowed'],
-  ])('arguments %j are refused by the compiled schema ($ref, pattern, format, anyOf)', async (args, problem) => {
+  ])('arguments %j are refused by the compiled schema (local ref, pattern, format, anyOf)', async (args, problem) => {
     const result = await call(name('strict_args'), args);
     expect(result.isError).toBe(true);
     expect(text(result)).toContain(`Invalid arguments: ${problem}`);
