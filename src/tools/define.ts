@@ -85,6 +85,8 @@ export interface ToolDefinition<In extends ToolSchema = JsonSchema, Out extends 
 
 /** How a tool checks its arguments and results: made once by defineTool. */
 interface Compiled {
+  /** The shape of this record: another copy of Sluice (same shape) may have compiled the tool. */
+  readonly version: 1;
   /** Arguments: the value the handler gets, a Refusal, or (async Standard Schema) a promise of either. */
   readonly args: (args: Record<string, unknown>) => Record<string, unknown> | Refusal | Promise<Record<string, unknown> | Refusal>;
   /** Structured results: undefined when there is no outputSchema. */
@@ -93,8 +95,12 @@ interface Compiled {
 
 type Checked<T> = { readonly value: T; readonly problem?: undefined } | { readonly problem: string };
 
-/** Where a Tool keeps its compiled checks (internal: not exported from the package). */
-export const kCompiled: unique symbol = Symbol('sluice.tool.compiled');
+/**
+ * Where a Tool keeps its compiled checks (internal: not exported from the package). A registered
+ * symbol, so a tool defined through another copy of Sluice (a tools module resolving `sluice` to
+ * another path) keeps its own checks, a zod schema's transforms included.
+ */
+export const kCompiled: unique symbol = Symbol.for('sluice.tool.compiled.v1');
 
 /** A validated, frozen tool: `inputSchema`/`outputSchema` are the JSON Schemas published in tools/list. */
 export interface Tool {
@@ -166,7 +172,7 @@ export function defineTool<In extends ToolSchema = JsonSchema, Out extends ToolS
     if (error instanceof SchemaProblem) throw invalid(name, error.message);
     throw error;
   }
-  const tool: Record<string | symbol, unknown> = { ...(definition as object), kind: 'sluice/tool', inputSchema, [kCompiled]: { args, output } };
+  const tool: Record<string | symbol, unknown> = { ...(definition as object), kind: 'sluice/tool', inputSchema, [kCompiled]: { version: 1, args, output } satisfies Compiled };
   delete tool.jsonSchema;
   if (outputSchema === undefined) delete tool.outputSchema;
   else tool.outputSchema = outputSchema;
@@ -250,7 +256,7 @@ function toChecked(result: StandardSchemaV1.Result<unknown>): Checked<Record<str
 
 /** True for a tool made by this copy of defineTool (anything else is re-checked by collectCatalog). */
 export function isDefinedTool(value: unknown): value is Tool {
-  return value !== null && typeof value === 'object' && (value as Partial<Tool>)[kCompiled] !== undefined;
+  return value !== null && typeof value === 'object' && (value as Partial<Tool>)[kCompiled]?.version === 1;
 }
 
 /**
