@@ -14,7 +14,8 @@ export type SluiceErrorCode =
   | 'listen_failed'
   | 'port_in_use'
   | 'tools_module_failed'
-  | 'process_exit_refused';
+  | 'process_exit_refused'
+  | 'invalid_definition';
 
 export class SluiceError extends Error {
   readonly code: SluiceErrorCode;

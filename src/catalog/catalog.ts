@@ -3,7 +3,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, resolve as resolvePath } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { SluiceError } from '../errors.js';
-import type { Tool } from '../tools/define.js';
+import { defineTool, isDefinedTool } from '../tools/define.js';
+import type { Tool, ToolDefinition } from '../tools/define.js';
 import type { Prompt } from './prompts.js';
 import type { Resource, ResourceTemplate } from './resources.js';
 
@@ -22,7 +23,9 @@ export function collectCatalog(exported: unknown): Catalog {
   const list = Array.isArray(exported) ? exported : exported !== null && typeof exported === 'object' ? Object.values(exported) : [];
   const items = list.filter((x): x is Defined => x !== null && typeof x === 'object' && typeof (x as { kind?: unknown }).kind === 'string' && (x as { kind: string }).kind.startsWith('sluice/'));
   const catalog = {
-    tools: items.filter((x): x is Tool => x.kind === 'sluice/tool'),
+    // A tool not made by this copy of defineTool (a hand-made object, another copy of Sluice) is
+    // checked and compiled now, so a bad one fails at start, naming the tool, never at a call.
+    tools: items.filter((x): x is Tool => x.kind === 'sluice/tool').map((t) => isDefinedTool(t) ? t : defineTool(t as unknown as ToolDefinition)),
     resources: items.filter((x): x is Resource => x.kind === 'sluice/resource'),
     templates: items.filter((x): x is ResourceTemplate => x.kind === 'sluice/resource-template'),
     prompts: items.filter((x): x is Prompt => x.kind === 'sluice/prompt'),

@@ -32,8 +32,8 @@ export interface PromptDefinition {
 export type Prompt = Readonly<PromptDefinition> & { readonly kind: 'sluice/prompt' };
 
 export function definePrompt(definition: PromptDefinition): Prompt {
-  if (typeof definition?.name !== 'string' || definition.name === '') throw new SluiceError('invalid_option', 'a prompt needs a name');
-  if (typeof definition.get !== 'function') throw new SluiceError('invalid_option', `prompt ${definition.name}: get must be a function`);
+  if (typeof definition?.name !== 'string' || definition.name === '') throw new SluiceError('invalid_definition', 'a prompt needs a name');
+  if (typeof definition.get !== 'function') throw new SluiceError('invalid_definition', `prompt ${definition.name}: get must be a function`);
   return Object.freeze({ ...definition, kind: 'sluice/prompt' as const });
 }
 

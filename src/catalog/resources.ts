@@ -34,15 +34,15 @@ export type Resource = Readonly<ResourceDefinition> & { readonly kind: 'sluice/r
 export type ResourceTemplate = Readonly<ResourceTemplateDefinition> & { readonly kind: 'sluice/resource-template'; readonly pattern: RegExp; readonly variables: readonly string[] };
 
 export function defineResource(definition: ResourceDefinition): Resource {
-  if (typeof definition?.uri !== 'string' || definition.uri === '') throw new SluiceError('invalid_option', 'a resource needs a uri');
-  if (typeof definition.name !== 'string') throw new SluiceError('invalid_option', `resource ${definition.uri}: name must be a string`);
-  if (typeof definition.read !== 'function') throw new SluiceError('invalid_option', `resource ${definition.uri}: read must be a function`);
+  if (typeof definition?.uri !== 'string' || definition.uri === '') throw new SluiceError('invalid_definition', 'a resource needs a uri');
+  if (typeof definition.name !== 'string') throw new SluiceError('invalid_definition', `resource ${definition.uri}: name must be a string`);
+  if (typeof definition.read !== 'function') throw new SluiceError('invalid_definition', `resource ${definition.uri}: read must be a function`);
   return Object.freeze({ ...definition, kind: 'sluice/resource' as const });
 }
 
 export function defineResourceTemplate(definition: ResourceTemplateDefinition): ResourceTemplate {
-  if (typeof definition?.uriTemplate !== 'string') throw new SluiceError('invalid_option', 'a resource template needs a uriTemplate');
-  if (typeof definition.read !== 'function') throw new SluiceError('invalid_option', `template ${definition.uriTemplate}: read must be a function`);
+  if (typeof definition?.uriTemplate !== 'string') throw new SluiceError('invalid_definition', 'a resource template needs a uriTemplate');
+  if (typeof definition.read !== 'function') throw new SluiceError('invalid_definition', `template ${definition.uriTemplate}: read must be a function`);
   const variables: string[] = [];
   let source = '^';
   let last = 0;

@@ -2,6 +2,9 @@ import { CancelledError, SluiceError } from '../errors.js';
 import { kLegacyVersions, kMetaClientCapabilities, kMetaClientInfo, kMetaProtocolVersion, kModernVersion } from '../protocol/wire.js';
 import { SessionExpiredError } from './http.js';
 import type { ClientTransport, JsonRpcMessage } from './transport.js';
+import type { ContentBlock } from '../tools/define.js';
+import type { ResourceContents } from '../catalog/resources.js';
+import type { PromptArgument, PromptMessage } from '../catalog/prompts.js';
 
 /** Options of every request method. */
 export interface RequestOptions {
@@ -34,6 +37,105 @@ export class RpcError extends SluiceError {
 }
 
 type Result = Record<string, unknown>;
+
+/** Fields any result may carry besides those named (`_meta`; 2026-07-28 `resultType`, `ttlMs`, …). */
+export interface ResultFields {
+  _meta?: Record<string, unknown>;
+  [key: string]: unknown;
+}
+
+/** A JSON Schema object schema, as tools/list publishes it. */
+export interface ObjectSchema {
+  type: 'object';
+  properties?: Record<string, unknown>;
+  required?: string[];
+  [key: string]: unknown;
+}
+
+/** One tool of a tools/list result. */
+export interface ToolInfo {
+  name: string;
+  title?: string;
+  description?: string;
+  inputSchema: ObjectSchema;
+  outputSchema?: ObjectSchema;
+  annotations?: Record<string, unknown>;
+  _meta?: Record<string, unknown>;
+}
+
+export interface ListToolsResult extends ResultFields {
+  tools: ToolInfo[];
+  nextCursor?: string;
+}
+
+/**
+ * A tools/call result. A Sluice server's `structuredContent` is always an object; `isError` results
+ * carry the tool's failure as text. (A 2026-07-28 server may answer `resultType: 'input_required'`
+ * with `inputRequests` instead, only to a client that declared the capabilities it asks for.)
+ */
+export interface CallToolResult extends ResultFields {
+  content: ContentBlock[];
+  structuredContent?: Record<string, unknown>;
+  isError?: boolean;
+}
+
+/** One resource of a resources/list result. */
+export interface ResourceInfo {
+  uri: string;
+  name: string;
+  title?: string;
+  description?: string;
+  mimeType?: string;
+  size?: number;
+  _meta?: Record<string, unknown>;
+}
+
+export interface ListResourcesResult extends ResultFields {
+  resources: ResourceInfo[];
+  nextCursor?: string;
+}
+
+/** One template of a resources/templates/list result. */
+export interface ResourceTemplateInfo {
+  uriTemplate: string;
+  name: string;
+  title?: string;
+  description?: string;
+  mimeType?: string;
+  _meta?: Record<string, unknown>;
+}
+
+export interface ListResourceTemplatesResult extends ResultFields {
+  resourceTemplates: ResourceTemplateInfo[];
+  nextCursor?: string;
+}
+
+export interface ReadResourceResult extends ResultFields {
+  contents: ResourceContents[];
+}
+
+/** One prompt of a prompts/list result. */
+export interface PromptInfo {
+  name: string;
+  title?: string;
+  description?: string;
+  arguments?: PromptArgument[];
+  _meta?: Record<string, unknown>;
+}
+
+export interface ListPromptsResult extends ResultFields {
+  prompts: PromptInfo[];
+  nextCursor?: string;
+}
+
+export interface GetPromptResult extends ResultFields {
+  description?: string;
+  messages: PromptMessage[];
+}
+
+export interface CompleteResult extends ResultFields {
+  completion: { values: string[]; total?: number; hasMore?: boolean };
+}
 
 /**
  * An MCP client whose every request can be cancelled: pass `{ signal }` (or `{ timeoutMs }`) and the
@@ -216,16 +318,17 @@ export class Client {
     });
   }
 
-  discover(options?: RequestOptions): Promise<Result> { return this.request('server/discover', {}, options); }
-  ping(options?: RequestOptions): Promise<Result> { return this.request('ping', {}, options); }
-  listTools(params: { cursor?: string } = {}, options?: RequestOptions): Promise<Result> { return this.request('tools/list', params, options); }
-  callTool(name: string, args: Record<string, unknown> = {}, options?: RequestOptions): Promise<Result> { return this.request('tools/call', { name, arguments: args }, options); }
-  listResources(params: { cursor?: string } = {}, options?: RequestOptions): Promise<Result> { return this.request('resources/list', params, options); }
-  listResourceTemplates(params: { cursor?: string } = {}, options?: RequestOptions): Promise<Result> { return this.request('resources/templates/list', params, options); }
-  readResource(uri: string, options?: RequestOptions): Promise<Result> { return this.request('resources/read', { uri }, options); }
-  listPrompts(params: { cursor?: string } = {}, options?: RequestOptions): Promise<Result> { return this.request('prompts/list', params, options); }
-  getPrompt(name: string, args: Record<string, string> = {}, options?: RequestOptions): Promise<Result> { return this.request('prompts/get', { name, arguments: args }, options); }
-  complete(ref: Record<string, unknown>, argument: { name: string; value: string }, options?: RequestOptions): Promise<Result> { return this.request('completion/complete', { ref, argument }, options); }
+  // The result types say what a conforming server sends; the client does not re-validate results.
+  discover(options?: RequestOptions): Promise<ResultFields> { return this.request('server/discover', {}, options); }
+  ping(options?: RequestOptions): Promise<ResultFields> { return this.request('ping', {}, options); }
+  listTools(params: { cursor?: string } = {}, options?: RequestOptions): Promise<ListToolsResult> { return this.request('tools/list', params, options) as Promise<ListToolsResult>; }
+  callTool(name: string, args: Record<string, unknown> = {}, options?: RequestOptions): Promise<CallToolResult> { return this.request('tools/call', { name, arguments: args }, options) as Promise<CallToolResult>; }
+  listResources(params: { cursor?: string } = {}, options?: RequestOptions): Promise<ListResourcesResult> { return this.request('resources/list', params, options) as Promise<ListResourcesResult>; }
+  listResourceTemplates(params: { cursor?: string } = {}, options?: RequestOptions): Promise<ListResourceTemplatesResult> { return this.request('resources/templates/list', params, options) as Promise<ListResourceTemplatesResult>; }
+  readResource(uri: string, options?: RequestOptions): Promise<ReadResourceResult> { return this.request('resources/read', { uri }, options) as Promise<ReadResourceResult>; }
+  listPrompts(params: { cursor?: string } = {}, options?: RequestOptions): Promise<ListPromptsResult> { return this.request('prompts/list', params, options) as Promise<ListPromptsResult>; }
+  getPrompt(name: string, args: Record<string, string> = {}, options?: RequestOptions): Promise<GetPromptResult> { return this.request('prompts/get', { name, arguments: args }, options) as Promise<GetPromptResult>; }
+  complete(ref: Record<string, unknown>, argument: { name: string; value: string }, options?: RequestOptions): Promise<CompleteResult> { return this.request('completion/complete', { ref, argument }, options) as Promise<CompleteResult>; }
 
   /** Closes the transport: every pending call rejects, the server process or session is released. */
   async close(): Promise<void> {

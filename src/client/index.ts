@@ -1,6 +1,9 @@
 /** The Sluice MCP client: `import { Client, CancelledError } from 'sluice/client'`. */
 export { Client, RpcError } from './client.js';
-export type { ClientOptions, RequestOptions } from './client.js';
+export type {
+  ClientOptions, RequestOptions, ResultFields, ObjectSchema, ToolInfo, ListToolsResult, CallToolResult, ResourceInfo, ListResourcesResult,
+  ResourceTemplateInfo, ListResourceTemplatesResult, ReadResourceResult, PromptInfo, ListPromptsResult, GetPromptResult, CompleteResult,
+} from './client.js';
 export { StdioClientTransport } from './stdio.js';
 export type { StdioTransportOptions } from './stdio.js';
 export { HttpClientTransport, SessionExpiredError } from './http.js';

@@ -13,9 +13,8 @@ import { toPromptResult } from '../catalog/prompts.js';
 import type { Prompt } from '../catalog/prompts.js';
 import { toContents } from '../catalog/resources.js';
 import type { Resource, ResourceTemplate } from '../catalog/resources.js';
-import { errorText, toCallToolResult } from '../tools/define.js';
+import { Refusal, checkArguments, errorText, toToolResult } from '../tools/define.js';
 import type { CallToolResult, Tool, ToolOutput } from '../tools/define.js';
-import { checkSchema } from '../tools/schema.js';
 import type { ToolPool } from '../tools/pool.js';
 import {
   ErrorCode, ProtocolError, errorBody, kLegacyVersions, kMetaClientCapabilities, kMetaServerInfo, kMetaSubscriptionId, kModernVersion, notificationBody, resultBody,
@@ -629,22 +628,28 @@ export class Engine {
     }
     const args = params?.arguments ?? {};
     if (args === null || typeof args !== 'object' || Array.isArray(args)) throw new ProtocolError(ErrorCode.InvalidParams, 'arguments must be an object');
-    const problem = checkSchema(tool.inputSchema, args);
-    if (problem !== undefined) return { content: [{ type: 'text', text: `Invalid arguments: ${problem}` }], isError: true };
+    // Compiled once by defineTool; an async Standard Schema comes back here with its parsed value.
+    const checked = (params as Record<symbol, unknown>)[kCheckedArguments] as Record<string, unknown> | undefined ?? checkArguments(tool, args as Record<string, unknown>);
+    if (checked instanceof Refusal) return checked.result();
+    if (checked instanceof Promise) {
+      return checked.then((value) => value instanceof Refusal ? value.result() : this.#callTool(run, { ...params, [kCheckedArguments]: value }));
+    }
     const sink = this.#progressSink(run, params);
     if (tool.pool === true) {
       const pool = this.config.pool;
       if (pool === undefined) throw new ProtocolError(ErrorCode.InternalError, `tool ${name} runs in the pool, but the server has no pool`);
+      // The raw arguments: the pool thread checks them again with its own copy of the tool, so a
+      // Standard Schema's parsed value (which need not survive structured cloning) is made there.
       return run.runInPool(pool, tool.name, args as Record<string, unknown>, sink);
     }
     const ctx = run.context(sink, input);
     let output: ToolOutput | Promise<ToolOutput>;
     try {
-      output = tool.handler(args as Record<string, unknown>, ctx);
+      output = tool.handler(checked, ctx);
     } catch (error) {
       return toolError(error);
     }
-    return output instanceof Promise ? output.then(toCallToolResult, toolError) : toCallToolResult(output);
+    return output instanceof Promise ? output.then((o) => toToolResult(tool, o), toolError) : toToolResult(tool, output);
   }
 }
 
@@ -682,6 +687,9 @@ class LogBudget {
 function withCaching(result: Record<string, unknown>): Record<string, unknown> {
   return { ...result, ttlMs: kCacheTtlMs, cacheScope: 'public' };
 }
+
+/** tools/call params key (never on the wire) carrying arguments an async Standard Schema already parsed. */
+const kCheckedArguments = Symbol('sluice.checkedArguments');
 
 /** A thrown error becomes isError content; protocol errors stay protocol errors. */
 export function toolError(error: unknown): CallToolResult {

@@ -4,7 +4,7 @@ import type { Registry } from '../registry/index.js';
 import { SluiceError } from '../errors.js';
 import { ToolContext } from './context.js';
 import { importToolsModule } from '../catalog/catalog.js';
-import { errorText, toCallToolResult } from './define.js';
+import { Refusal, checkArguments, errorText, toToolResult, toolFailure } from './define.js';
 import type { CallToolResult, Tool } from './define.js';
 import type { PoolTask, PoolThreadData, PoolThreadMessage } from './pool.js';
 
@@ -56,8 +56,16 @@ export async function runPoolTask(data: PoolThreadData, task: PoolTask): Promise
   const port = task.progress;
   const ctx = new ToolContext(registry.adopt(task.ref), { progress: port === undefined ? undefined : (p, t, m) => port.postMessage([p, t, m]) });
   try {
-    const result = toCallToolResult(await tool.handler(task.args, ctx));
-    return JSON.parse(JSON.stringify(result)) as CallToolResult; // plain data across the thread boundary
+    // Checked by the HTTP worker already; again here, with this thread's copy of the tool, so the
+    // handler gets the schema's parsed value (a Standard Schema may transform) made in its own thread.
+    const args = await checkArguments(tool, task.args);
+    if (args instanceof Refusal) return args.result();
+    const result = await toToolResult(tool, await tool.handler(args, ctx));
+    try {
+      return JSON.parse(JSON.stringify(result)) as CallToolResult; // plain data across the thread boundary
+    } catch (error) {
+      return toolFailure(tool, `the result cannot be sent as JSON: ${errorText(error)}`); // a toJSON() that throws
+    }
   } catch (error) {
     return { content: [{ type: 'text', text: errorText(error) }], isError: true };
   } finally {

@@ -1,82 +1,219 @@
 /**
- * A small JSON Schema checker for tool arguments: type, properties, required, additionalProperties,
- * items, enum, const, minimum/maximum, minLength/maxLength, minItems/maxItems. Enough for tool
- * inputs; anything else in a schema is ignored, not rejected. It walks at most `kMaxDepth` levels,
- * so hostile arguments cannot make it recurse without bound.
+ * JSON Schema for tool definitions, checked by Ajv 8 (https://ajv.js.org), compiled once per tool
+ * when the tool is defined, never per call.
+ *
+ * Dialect: JSON Schema draft 2020-12 (MCP's default) through `ajv/dist/2020`, or draft-07 when the
+ * schema says `$schema: "http://json-schema.org/draft-07/schema#"`; any other `$schema` is refused.
+ * Everything the dialect defines is enforced: `pattern`, `format` (ajv-formats, full mode),
+ * `anyOf`/`oneOf`/`allOf`/`not`, `if`/`then`/`else`, local `$ref`/`$defs`/`$anchor`,
+ * `dependentRequired`, `unevaluatedProperties`, … A `$ref` to anything outside the schema is refused
+ * (nothing is fetched).
+ *
+ * At definition (`defineTool`), a schema is refused, with the reason, when:
+ *  - it is not plain JSON, or deeper than kMaxSchemaDepth, or larger than kMaxSchemaNodes values;
+ *  - it fails its dialect's meta-schema (`{ type: 'numbr' }`, `required: 'n'`);
+ *  - it has a keyword the dialect does not define (Ajv strict mode: a typo such as `requird` or
+ *    `minLenght` would otherwise be silently ignored); vendor keywords starting with `x-` are allowed
+ *    as annotations; an unknown `format` or an invalid `pattern` is refused too;
+ *  - it is not an object schema (`type: "object"` at the root, which MCP clients require).
+ *
+ * Bounds, and why:
+ *  - Schemas: at most kMaxSchemaDepth (64) levels and kMaxSchemaNodes (4,096) JSON values. Ajv's
+ *    compile time grows with schema size (measured on this machine: 100 string properties ≈ 75 ms,
+ *    1,000 ≈ 570 ms; Ajv's code generator overflowed the stack near 2,000) and every HTTP worker and
+ *    pool thread compiles every tool at start; 4,096 values bounds that below about a second per tool,
+ *    far above real tool schemas (tens to a few hundred values).
+ *  - Arguments: bounded in size by the transport's maxBodyBytes before they are parsed. A recursive
+ *    schema (`$ref: "#"`) recurses with the data: arguments nested deeper than the stack allows give
+ *    "nested too deeply to check" (the RangeError is caught), never a crash.
+ *  - Regular expressions (`pattern`, `patternProperties`) are compiled with the `u` flag (Ajv's
+ *    unicodeRegExp) by V8's backtracking engine. Residual risk: a pattern with nested quantifiers
+ *    (`^(a+)+$`) backtracks exponentially on a crafted string and stalls the worker for as long as
+ *    the string (up to maxBodyBytes) allows. Patterns come from the tool's author, not the client:
+ *    keep them free of nested quantifiers, bound the string with `maxLength` (checked before
+ *    `pattern` by Ajv's keyword order for strings) or check in the handler. Operators can also start
+ *    Node with `--enable-experimental-regexp-engine-on-excessive-backtracks`, which makes V8 fall
+ *    back to its linear-time engine for every regular expression that backtracks excessively.
+ *    (Ajv's other option, the native `re2` package, is not used: Sluice stays free of native
+ *    add-ons besides uWS.)
  */
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import { Ajv as AjvDraft7 } from 'ajv';
+import type { ErrorObject, Options, ValidateFunction } from 'ajv';
+import { default as addFormatsModule } from 'ajv-formats';
+
 export type JsonSchema = Record<string, unknown>;
 
-const kMaxDepth = 32;
+/** Deepest JSON nesting a tool schema may have. */
+export const kMaxSchemaDepth = 64;
+/** Most JSON values (objects, arrays, scalars) a tool schema may have. */
+export const kMaxSchemaNodes = 4096;
 
-/** Returns the first problem found, or undefined when `value` conforms. */
-export function checkSchema(schema: JsonSchema, value: unknown, path = '$', depth = 0): string | undefined {
-  if (depth > kMaxDepth) return `${path}: nested too deeply`;
-  const type = schema.type;
-  if (type !== undefined) {
-    const types = Array.isArray(type) ? type : [type];
-    if (!types.some((t) => matchesType(t, value))) return `${path}: expected ${types.join(' or ')}`;
-  }
-  if (Array.isArray(schema.enum) && !schema.enum.some((e) => sameJson(e, value))) return `${path}: not one of the allowed values`;
-  if ('const' in schema && !sameJson(schema.const, value)) return `${path}: not the required constant`;
-  if (typeof value === 'number') {
-    if (typeof schema.minimum === 'number' && value < schema.minimum) return `${path}: below ${schema.minimum}`;
-    if (typeof schema.maximum === 'number' && value > schema.maximum) return `${path}: above ${schema.maximum}`;
-  }
-  if (typeof value === 'string') {
-    if (typeof schema.minLength === 'number' && value.length < schema.minLength) return `${path}: shorter than ${schema.minLength}`;
-    if (typeof schema.maxLength === 'number' && value.length > schema.maxLength) return `${path}: longer than ${schema.maxLength}`;
-  }
-  if (Array.isArray(value)) {
-    if (typeof schema.minItems === 'number' && value.length < schema.minItems) return `${path}: fewer than ${schema.minItems} items`;
-    if (typeof schema.maxItems === 'number' && value.length > schema.maxItems) return `${path}: more than ${schema.maxItems} items`;
-    const items = schema.items;
-    if (items !== null && typeof items === 'object' && !Array.isArray(items)) {
-      for (let i = 0; i < value.length; i++) {
-        const problem = checkSchema(items as JsonSchema, value[i], `${path}[${i}]`, depth + 1);
-        if (problem !== undefined) return problem;
-      }
-    }
-  }
-  if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
-    const object = value as Record<string, unknown>;
-    const properties = (schema.properties ?? {}) as Record<string, JsonSchema>;
-    if (Array.isArray(schema.required)) {
-      for (const name of schema.required) {
-        if (typeof name === 'string' && !Object.prototype.hasOwnProperty.call(object, name)) return `${path}.${name}: required`;
-      }
-    }
-    for (const name of Object.keys(object)) {
-      const sub = Object.prototype.hasOwnProperty.call(properties, name) ? properties[name] : undefined;
-      if (sub !== undefined && sub !== null && typeof sub === 'object') {
-        const problem = checkSchema(sub, object[name], `${path}.${name}`, depth + 1);
-        if (problem !== undefined) return problem;
-      } else if (schema.additionalProperties === false) {
-        return `${path}.${name}: not allowed`;
-      }
-    }
-  }
-  return undefined;
+/** A compiled check: undefined when the value conforms, else the first problem (`$.a.b: must be string`). */
+export type SchemaCheck = (value: unknown) => string | undefined;
+
+/** A schema that cannot be used; defineTool adds the tool's name. */
+export class SchemaProblem extends Error {
+  override name = 'SchemaProblem';
 }
 
-function matchesType(type: unknown, value: unknown): boolean {
-  switch (type) {
-    case 'object': return value !== null && typeof value === 'object' && !Array.isArray(value);
-    case 'array': return Array.isArray(value);
-    case 'string': return typeof value === 'string';
-    case 'number': return typeof value === 'number' && Number.isFinite(value);
-    case 'integer': return typeof value === 'number' && Number.isInteger(value);
-    case 'boolean': return typeof value === 'boolean';
-    case 'null': return value === null;
-    default: return true;
+const kDraft2020 = /^https:\/\/json-schema\.org\/draft\/2020-12\/schema#?$/;
+const kDraft7 = /^http:\/\/json-schema\.org\/draft-07\/schema#?$/;
+
+const kOptions: Options = {
+  strict: true, // unknown keywords and formats are refused, not ignored
+  strictTypes: false, // `properties` without `type` is common and harmless; "log" would print warnings
+  strictTuples: false,
+  strictRequired: false, // `anyOf: [{ required: ['a'] }]` names properties defined elsewhere
+  allowUnionTypes: true,
+  allErrors: false, // the first problem is enough, and cheaper
+  addUsedSchema: false, // two tools may use the same `$id`
+  unicodeRegExp: true,
+  validateFormats: true,
+  logger: false, // never print: a bad schema is an error at definition
+};
+
+type AjvInstance = Ajv2020 | AjvDraft7;
+let ajv2020: Ajv2020 | undefined;
+let ajvDraft7: AjvDraft7 | undefined;
+
+// ajv-formats is CommonJS: its default export is the plugin, or a namespace holding it.
+const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (ajv: AjvInstance) => unknown;
+
+/** The Ajv for a schema's `$schema`, made on first use (construction costs a few milliseconds). */
+function ajvFor(schema: JsonSchema, what: string): AjvInstance {
+  const dialect = schema.$schema;
+  if (dialect === undefined || (typeof dialect === 'string' && kDraft2020.test(dialect))) {
+    if (ajv2020 === undefined) {
+      ajv2020 = new Ajv2020(kOptions);
+      addFormats(ajv2020);
+      // Ajv resolves `$anchor` (draft 2020-12 core) but does not list it as a keyword, so strict
+      // mode would refuse it; declaring it changes nothing else.
+      ajv2020.addKeyword('$anchor');
+    }
+    return ajv2020;
   }
+  if (typeof dialect === 'string' && kDraft7.test(dialect)) {
+    if (ajvDraft7 === undefined) {
+      ajvDraft7 = new AjvDraft7(kOptions);
+      addFormats(ajvDraft7);
+    }
+    return ajvDraft7;
+  }
+  throw new SchemaProblem(`${what}: unsupported $schema ${JSON.stringify(dialect)} (use draft 2020-12, the default, or draft-07)`);
 }
 
-function sameJson(a: unknown, b: unknown): boolean {
-  if (a === b) return true;
-  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+/**
+ * Checks a schema's shape and bounds: plain JSON, depth, size. Returns the vendor (`x-`) keywords
+ * it uses, which Ajv must be told about.
+ */
+function measure(schema: unknown, what: string): Set<string> {
+  const vendor = new Set<string>();
+  let nodes = 0;
+  const stack: Array<[unknown, number, string]> = [[schema, 0, what]];
+  while (stack.length > 0) {
+    const [value, depth, path] = stack.pop()!;
+    if (++nodes > kMaxSchemaNodes) throw new SchemaProblem(`${what} is too large (more than ${kMaxSchemaNodes} JSON values)`);
+    if (depth > kMaxSchemaDepth) throw new SchemaProblem(`${what} is nested too deeply (more than ${kMaxSchemaDepth} levels) at ${path}`);
+    switch (typeof value) {
+      case 'string': case 'boolean': continue;
+      case 'number':
+        if (!Number.isFinite(value)) throw new SchemaProblem(`${what} is not JSON: ${String(value)} at ${path}`);
+        continue;
+      case 'object': break;
+      default: throw new SchemaProblem(`${what} is not JSON: a ${typeof value} at ${path}`);
+    }
+    if (value === null) continue;
+    if (Array.isArray(value)) {
+      for (let i = 0; i < value.length; i++) stack.push([value[i], depth + 1, `${path}[${i}]`]);
+      continue;
+    }
+    const proto = Object.getPrototypeOf(value) as unknown;
+    if (proto !== Object.prototype && proto !== null) throw new SchemaProblem(`${what} is not JSON: a ${(value as object).constructor?.name ?? 'non-plain object'} at ${path}`);
+    for (const key of Object.keys(value)) {
+      if (key.startsWith('x-')) vendor.add(key);
+      stack.push([(value as Record<string, unknown>)[key], depth + 1, `${path}.${key}`]);
+    }
+  }
+  return vendor;
+}
+
+/** Checks everything but Ajv's strict compile: bounds, dialect, meta-schema, `type: "object"`. */
+function inspect(schema: unknown, what: string): { snapshot: JsonSchema; ajv: AjvInstance; vendor: Set<string> } {
+  if (schema === null || typeof schema !== 'object' || Array.isArray(schema)) throw new SchemaProblem(`${what} must be a JSON Schema object, got ${schema === null ? 'null' : Array.isArray(schema) ? 'an array' : typeof schema}`);
+  const vendor = measure(schema, what);
+  // A private copy: what is published in tools/list and what was compiled cannot drift apart.
+  const snapshot = JSON.parse(JSON.stringify(schema)) as JsonSchema;
+  const ajv = ajvFor(snapshot, what);
+  if (ajv.validateSchema(snapshot) !== true) {
+    throw new SchemaProblem(`${what} is not a valid JSON Schema: ${ajv.errorsText(ajv.errors, { dataVar: what })}`);
+  }
+  if (snapshot.type !== 'object') {
+    throw new SchemaProblem(`${what} must be an object schema (type: "object" at its root, which MCP clients require), got type ${JSON.stringify(snapshot.type) ?? 'undefined'}`);
+  }
+  return { snapshot, ajv, vendor };
+}
+
+/**
+ * Checks a JSON Schema given for a tool (see the module comment) and compiles it. Throws a
+ * SchemaProblem naming `what` (`inputSchema`, `outputSchema`) and the reason.
+ */
+export function compileJsonSchema(schema: unknown, what: string): { schema: JsonSchema; check: SchemaCheck } {
+  const { snapshot, ajv, vendor } = inspect(schema, what);
+  for (const keyword of vendor) if (ajv.getKeyword(keyword) === false) ajv.addKeyword(keyword);
+  let validate: ValidateFunction;
   try {
-    return JSON.stringify(a) === JSON.stringify(b);
-  } catch {
-    return false;
+    validate = ajv.compile(snapshot);
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    const hint = /unknown keyword/.test(message) ? ' (a typo? keywords of your own need an "x-" prefix)' : '';
+    throw new SchemaProblem(`${what}: ${message.replace(/^strict mode: /, '').replace(/ ignored in schema at path "([^"]*)"/, ' at $1')}${hint}`);
+  } finally {
+    ajv.removeSchema(snapshot); // keep nothing in Ajv's cache: the compiled function is all we need
   }
+  return { schema: snapshot, check: checker(validate) };
+}
+
+/**
+ * Checks a JSON Schema that a schema library generated (it is published, not compiled: the
+ * library's own validate() does the checking). Throws a SchemaProblem like compileJsonSchema.
+ */
+export function checkPublishedSchema(schema: unknown, what: string): JsonSchema {
+  return inspect(schema, what).snapshot;
+}
+
+function checker(validate: ValidateFunction): SchemaCheck {
+  return (value) => {
+    try {
+      if (validate(value) === true) return undefined;
+    } catch (error) {
+      if (error instanceof RangeError) return '$: nested too deeply to check';
+      throw error;
+    }
+    const first = validate.errors?.[0];
+    return first === undefined ? '$: does not match the schema' : describe(first);
+  };
+}
+
+/** One Ajv error as `$.path: problem`. */
+function describe(error: ErrorObject): string {
+  const path = jsonPath(error.instancePath);
+  const params = error.params as Record<string, unknown>;
+  switch (error.keyword) {
+    case 'required': return `${path}.${String(params.missingProperty)}: required`;
+    case 'additionalProperties': return `${path}.${String(params.additionalProperty)}: not allowed`;
+    case 'unevaluatedProperties': return `${path}.${String(params.unevaluatedProperty)}: not allowed`;
+    default: return `${path}: ${error.message ?? error.keyword}`;
+  }
+}
+
+/** A JSON Pointer (`/a/0/b~1c`) as `$.a[0].b/c`. */
+export function jsonPath(pointer: string): string {
+  if (pointer === '') return '$';
+  let out = '$';
+  for (const raw of pointer.slice(1).split('/')) {
+    const key = raw.replace(/~1/g, '/').replace(/~0/g, '~');
+    out += /^(0|[1-9][0-9]*)$/.test(key) ? `[${key}]` : `.${key}`;
+  }
+  return out;
 }

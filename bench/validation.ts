@@ -1,0 +1,73 @@
+/**
+ * Per-call cost of checking tools/call arguments: the Ajv-compiled check Sluice runs now
+ * (checkArguments: defineTool compiled the schema once) against the hand-written checker it used
+ * before (bench/legacy-schema-check.ts), for object schemas of 0, 5 and 20 properties, with valid
+ * arguments (the common case: every property present). A zod 4 schema is measured too, for users
+ * who pass one. Timing only the check, in one thread; no server.
+ *
+ *   npm run bench:validation            (builds first; prints a Markdown table)
+ */
+import * as z from 'zod';
+import { defineTool } from '../src/index.js';
+import { Refusal, checkArguments } from '../src/tools/define.js';
+import { checkSchema } from './legacy-schema-check.js';
+
+const kRounds = 7;
+const kCallsPerRound = 200_000;
+
+type Check = (args: Record<string, unknown>) => unknown;
+
+function shapes(count: number): { json: Record<string, unknown>; zod: z.ZodObject; args: Record<string, unknown> } {
+  const properties: Record<string, unknown> = {};
+  const zodShape: Record<string, z.ZodType> = {};
+  const args: Record<string, unknown> = {};
+  for (let i = 0; i < count; i++) {
+    // A realistic mix: strings with bounds, integers with a range, an enum, a boolean.
+    switch (i % 4) {
+      case 0: properties[`p${i}`] = { type: 'string', minLength: 1, maxLength: 64 }; zodShape[`p${i}`] = z.string().min(1).max(64); args[`p${i}`] = `value-${i}`; break;
+      case 1: properties[`p${i}`] = { type: 'integer', minimum: 0, maximum: 1000 }; zodShape[`p${i}`] = z.number().int().min(0).max(1000); args[`p${i}`] = i; break;
+      case 2: properties[`p${i}`] = { type: 'string', enum: ['a', 'b', 'c'] }; zodShape[`p${i}`] = z.enum(['a', 'b', 'c']); args[`p${i}`] = 'b'; break;
+      default: properties[`p${i}`] = { type: 'boolean' }; zodShape[`p${i}`] = z.boolean(); args[`p${i}`] = true; break;
+    }
+  }
+  const json = { type: 'object', properties, required: Object.keys(properties), additionalProperties: false };
+  return { json, zod: z.object(zodShape).strict(), args };
+}
+
+/** Median nanoseconds per call over kRounds rounds (after one warm-up round). */
+function measure(check: Check, args: Record<string, unknown>): number {
+  const perCall: number[] = [];
+  let sink = 0;
+  for (let round = 0; round <= kRounds; round++) {
+    const start = process.hrtime.bigint();
+    for (let i = 0; i < kCallsPerRound; i++) if (check(args) !== undefined) sink++;
+    const ns = Number(process.hrtime.bigint() - start) / kCallsPerRound;
+    if (round > 0) perCall.push(ns); // round 0 warms up (and lets V8 optimise)
+  }
+  if (sink < 0) console.log(sink);
+  perCall.sort((a, b) => a - b);
+  return perCall[Math.floor(perCall.length / 2)]!;
+}
+
+const rows: string[] = [];
+for (const count of [0, 5, 20]) {
+  const { json, zod, args } = shapes(count);
+  const legacy: Check = (a) => checkSchema(json, a);
+  const ajvTool = defineTool({ name: `ajv${count}`, description: '', inputSchema: json, handler: () => '' });
+  const zodTool = defineTool({ name: `zod${count}`, description: '', inputSchema: zod, handler: () => '' });
+  // Both new checks must accept the arguments (a refusal would be measuring the wrong path).
+  for (const tool of [ajvTool, zodTool]) {
+    const checked = checkArguments(tool, args);
+    if (checked instanceof Refusal || checked instanceof Promise) throw new Error(`${tool.name} refused the benchmark's arguments`);
+  }
+  if (legacy(args) !== undefined) throw new Error('the legacy checker refused the arguments');
+  const ajv: Check = (a) => { const r = checkArguments(ajvTool, a); return r instanceof Refusal ? r : undefined; };
+  const zodCheck: Check = (a) => { const r = checkArguments(zodTool, a); return r instanceof Refusal ? r : undefined; };
+  const [before, after, withZod] = [measure(legacy, args), measure(ajv, args), measure(zodCheck, args)];
+  rows.push(`| ${count} | ${before.toFixed(0)} | ${after.toFixed(0)} | ${(after / before).toFixed(2)}× | ${withZod.toFixed(0)} |`);
+}
+
+console.log(`Argument validation per call (ns, median of ${kRounds} rounds × ${kCallsPerRound.toLocaleString('en')} calls; Node ${process.version})\n`);
+console.log('| properties | before: hand-written checker | now: Ajv compiled (checkArguments) | now / before | zod 4 schema (checkArguments) |');
+console.log('|---:|---:|---:|---:|---:|');
+for (const row of rows) console.log(row);

@@ -1,0 +1,113 @@
+// "Definitions that cannot break clients", end to end: a real Sluice server with the fixture tools
+// (test/fixtures/definition-tools.mjs, each tool inline and in the pool), driven by the official SDK v1
+// client. Every case here failed before tool definitions were compiled and results checked:
+// the client threw on an array structuredContent or on a result not matching outputSchema,
+// `pattern`/`format`/`anyOf`/`$ref` were ignored, and BigInt/cycles/functions gave -32603 or
+// `null` inline but other answers in the pool.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { startServer } from '../helpers/server.js';
+import type { TestServer } from '../helpers/server.js';
+
+const kTools = new URL('../fixtures/definition-tools.mjs', import.meta.url);
+const kTimeout = { timeout: 10_000 };
+
+let server: TestServer;
+let client: ClientV1;
+
+beforeAll(async () => {
+  server = await startServer({ tools: kTools, workers: 1, poolThreads: 1 });
+  client = new ClientV1({ name: 'definitions-test', version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(server.address.url)), kTimeout);
+});
+
+afterAll(async () => {
+  await client?.close();
+  await server?.close();
+  expect(server?.logs ?? []).toEqual([]);
+});
+
+type Result = Awaited<ReturnType<ClientV1['callTool']>>;
+const call = (name: string, args: Record<string, unknown> = {}): Promise<Result> => client.callTool({ name, arguments: args }, undefined, kTimeout);
+const text = (r: Result): string => (r.content as Array<{ type: string; text?: string }>).map((c) => c.text ?? '').join('');
+
+describe('tools/list', () => {
+  it('the SDK v1 client lists every tool, with the JSON Schemas a zod tool publishes', async () => {
+    const { tools } = await client.listTools(undefined, kTimeout);
+    expect(tools.length).toBe(30);
+    const zod = tools.find((t) => t.name === 'zod_typed');
+    expect(zod?.inputSchema).toMatchObject({ type: 'object', properties: { n: { type: 'number' }, word: { type: 'string' } }, required: ['n', 'word'] });
+    expect(zod?.outputSchema).toMatchObject({ type: 'object', properties: { fixed: { type: 'string' } } });
+  });
+});
+
+describe.each([['inline', ''], ['pool', '_pool']])('%s tools', (_where, suffix) => {
+  const name = (base: string) => `${base}${suffix}`;
+
+  it('an array return value is JSON text only: no structuredContent the client would reject', async () => {
+    const result = await call(name('array_result'));
+    expect(result).toEqual({ content: [{ type: 'text', text: '[1,2,3]' }] });
+    expect(await call(name('number_result'))).toEqual({ content: [{ type: 'text', text: '42' }] });
+    expect(await call(name('object_result'))).toEqual({ content: [{ type: 'text', text: '{"a":1}' }], structuredContent: { a: 1 } });
+  });
+
+  it('an explicit non-object structuredContent is a tool error naming the tool', async () => {
+    const result = await call(name('array_structured'));
+    expect(result.isError).toBe(true);
+    expect(text(result)).toBe(`tool ${name('array_structured')}: structuredContent must be a JSON object, got an array`);
+  });
+
+  it.each([
+    ['bigint_result', 'a BigInt at $.n'],
+    ['circular_result', 'a circular reference at $.next.back'],
+    ['function_result', 'a function at $'],
+    ['method_result', 'a function at $.describe'],
+  ])('%s: a result that is not JSON is the same isError content, naming the tool', async (base, where) => {
+    const result = await call(name(base));
+    expect(result.isError).toBe(true);
+    expect(text(result)).toBe(`tool ${name(base)}: the result cannot be sent as JSON: ${where}`);
+  });
+
+  it('outputSchema: a matching result passes; a mismatch or a missing structuredContent is a clear tool error, not a client failure', async () => {
+    expect(await call(name('output_ok'))).toMatchObject({ structuredContent: { sum: 3 } });
+    const mismatch = await call(name('output_mismatch'));
+    expect(mismatch.isError).toBe(true);
+    expect(text(mismatch)).toBe(`tool ${name('output_mismatch')}: the result does not match its outputSchema: $.sum: must be number`);
+    const missing = await call(name('output_missing'));
+    expect(missing.isError).toBe(true);
+    expect(text(missing)).toBe(`tool ${name('output_missing')}: it has an outputSchema, but the handler returned a string`);
+    // An error result need not match (the SDK client does not check it either).
+    expect(await call(name('output_error_result'))).toMatchObject({ isError: true, content: [{ text: 'failed' }] });
+  });
+
+  it.each([
+    [{ code: 'abc' }, '$.code: must match pattern "^[A-Z]{3}$"'],
+    [{ email: 'not-an-email' }, '$.email: must match format "email"'],
+    [{ id: 'not-a-uuid' }, '$.id: must be integer'],
+    [{ extra: 1 }, '$.extra: not allowed'],
+  ])('arguments %j are refused by the compiled schema (local ref, pattern, format, anyOf)', async (args, problem) => {
+    const result = await call(name('strict_args'), args);
+    expect(result.isError).toBe(true);
+    expect(text(result)).toContain(`Invalid arguments: ${problem}`);
+  });
+
+  it('arguments that match reach the handler', async () => {
+    const args = { code: 'ABC', email: 'a@example.com', id: '123e4567-e89b-12d3-a456-426614174000' };
+    expect(await call(name('strict_args'), args)).toMatchObject({ structuredContent: { got: args } });
+  });
+
+  it('zod: arguments are parsed (transforms applied) and the output checked', async () => {
+    expect(await call(name('zod_typed'), { n: 2, word: 'hi' })).toMatchObject({ structuredContent: { fixed: '2.00', word: 'HI' } });
+    const bad = await call(name('zod_typed'), { n: 'two', word: 'hi' });
+    expect(bad.isError).toBe(true);
+    expect(text(bad)).toMatch(/^Invalid arguments: \$\.n: .*number/);
+  });
+
+  it('zod with async refinements: checked before the handler runs', async () => {
+    expect(text(await call(name('zod_async'), { n: 3 }))).toBe('n=3');
+    const bad = await call(name('zod_async'), { n: -1 });
+    expect(bad.isError).toBe(true);
+    expect(text(bad)).toBe('Invalid arguments: $.n: must be positive');
+  });
+});
