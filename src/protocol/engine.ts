@@ -107,7 +107,7 @@ export interface EngineConfig {
   /** How long a cancelled request's tool may keep running before it is killed. */
   readonly streamCancelTimeoutMs: number;
   /** Where refusals worth an operator's attention go. */
-  readonly log: (level: 'warn' | 'error', message: string) => void;
+  readonly log: (level: 'debug' | 'info' | 'warn' | 'error', message: string) => void;
   /** Key that seals 2026-07-28 requestState (the same in every thread of a server). */
   readonly stateKey: Uint8Array;
   /**
@@ -285,15 +285,10 @@ export class Engine {
   logFailure(method: string, target: string, error: unknown): void {
     const suppressed = this.#failureLog.take();
     if (suppressed < 0) return;
-    let detail: string;
-    try {
-      detail = error instanceof Error ? error.stack ?? error.message : errorText(error);
-    } catch {
-      detail = errorText(error);
-    }
+    const detail = describeFailure(error);
     const name = target === '' ? method : `${method} ${target}`;
     const more = suppressed > 0 ? ` (${suppressed} similar failures not logged in the last minute)` : '';
-    this.config.log('error', `sluice: ${name} failed${more}: ${detail}`);
+    this.config.log('warn', `sluice: ${name} failed${more}: ${detail}`);
   }
 
   /** `listChanged` bound once, for every request's tool context. */
@@ -647,9 +642,27 @@ export class Engine {
     try {
       output = tool.handler(checked, ctx);
     } catch (error) {
-      return toolError(error);
+      return this.#toolFailed(name, error);
     }
-    return output instanceof Promise ? output.then((o) => toToolResult(tool, o), toolError) : toToolResult(tool, output);
+    return output instanceof Promise ? output.then((o) => toToolResult(tool, o), (error: unknown) => this.#toolFailed(name, error)) : toToolResult(tool, output);
+  }
+
+  readonly #toolFailureLog = new LogBudget(20, 60_000);
+
+  /**
+   * A tool threw: the client gets `isError` content, the operator a log line naming the tool (warn,
+   * at most 20 a minute per thread). A cancelled tool that stopped by throwing is not a failure.
+   */
+  #toolFailed(name: string, error: unknown): CallToolResult {
+    const result = toolError(error);
+    if (!(error instanceof CancelledError)) {
+      const dropped = this.#toolFailureLog.take();
+      if (dropped >= 0) {
+        const more = dropped > 0 ? ` (${dropped} similar failures not logged in the last minute)` : '';
+        this.config.log('warn', `sluice: tool ${name} threw${more}: ${describeFailure(error)}`);
+      }
+    }
+    return result;
   }
 }
 
@@ -692,6 +705,16 @@ function withCaching(result: Record<string, unknown>): Record<string, unknown> {
 const kCheckedArguments = Symbol('sluice.checkedArguments');
 
 /** A thrown error becomes isError content; protocol errors stay protocol errors. */
+/** What a log line says of a thrown value: an Error's stack, else a safe rendering. Never throws. */
+function describeFailure(error: unknown): string {
+  try {
+    if (error instanceof Error) return error.stack ?? error.message;
+  } catch {
+    // a throwing stack or message getter: rendered below
+  }
+  return errorText(error);
+}
+
 export function toolError(error: unknown): CallToolResult {
   if (error instanceof ProtocolError) throw error;
   return { content: [{ type: 'text', text: errorText(error) }], isError: true };

@@ -14,7 +14,7 @@ import type { AdapterOptions, Listening } from '../transport/http/adapter.js';
 import { listenNode } from '../transport/http/node/adapter.js';
 import { listenUws } from '../transport/http/uws/adapter.js';
 import { loadUws } from '../transport/http/uws/load.js';
-import type { ResolvedOptions } from './options.js';
+import type { LogSink, ResolvedOptions } from './options.js';
 import { kCancelSettleMs, kShutdownReason, settled } from './shutdown.js';
 
 /** The shared memory every thread of one server attaches. Structured-cloneable. */
@@ -49,7 +49,7 @@ export interface RuntimeInput {
   readonly authenticate: Authenticate | undefined;
   /** The port to listen on (the supervisor pins every worker to the first one's port). */
   readonly port: number;
-  readonly log: (level: 'warn' | 'error', message: string) => void;
+  readonly log: LogSink;
   /** Relays a client's response to the thread that asked (HTTP workers: through the supervisor). */
   readonly forwardResponse?: ((threadId: number, response: string, scope: string) => void) | undefined;
   /** Tells the other threads that a list changed. */
