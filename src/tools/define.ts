@@ -146,7 +146,23 @@ function invalid(name: unknown, reason: string): SluiceError {
  *   handler: ({ a, b }) => String(a + b) });   // a, b: number
  * ```
  */
-export function defineTool<In extends ToolSchema = JsonSchema, Out extends ToolSchema = JsonSchema>(definition: ToolDefinition<In, Out>): Tool {
+/**
+ * A JSON Schema tool whose arguments are typed by hand, as before Standard Schema support:
+ * `defineTool<{ n: number }>({ inputSchema: { type: 'object', … }, handler: ({ n }) => … })`.
+ * The schema still checks the arguments at run time; the type is the author's promise.
+ */
+export type JsonToolDefinition<Args extends Record<string, unknown>> = Omit<ToolDefinition<JsonSchema, JsonSchema>, 'handler'> & {
+  handler(args: Args, ctx: ToolContext): ToolOutput | Promise<ToolOutput>;
+};
+
+/**
+ * Checks a tool definition once, up front, and compiles its schemas. With a Standard Schema (zod 4,
+ * …) the handler's arguments are typed from it; with JSON Schema, give the arguments' type as the
+ * type parameter if you want one.
+ */
+export function defineTool<In extends ToolSchema = JsonSchema, Out extends ToolSchema = JsonSchema>(definition: ToolDefinition<In, Out>): Tool;
+export function defineTool<Args extends Record<string, unknown>>(definition: JsonToolDefinition<Args>): Tool;
+export function defineTool(definition: ToolDefinition<ToolSchema, ToolSchema>): Tool {
   if (definition === null || typeof definition !== 'object') throw invalid(undefined, 'a tool definition must be an object');
   const name = definition.name;
   if (typeof name !== 'string' || !kName.test(name)) {

@@ -80,3 +80,13 @@ export async function client(c: Client): Promise<string[]> {
   const values: string[] = (await c.complete({ type: 'ref/prompt', name: 'p' }, { name: 'a', value: '' })).completion.values;
   return [...names, schemaType, String(structured), String(isError), ...contents, String(prompts), ...messages, ...templates, ...resources, ...values];
 }
+
+// JSON Schema with the arguments typed by hand (the form before Standard Schema support) still compiles.
+defineTool<{ name: string; times?: number }>({
+  name: 'typed_by_hand',
+  description: 'JSON Schema, typed by the type parameter.',
+  inputSchema: { type: 'object', properties: { name: { type: 'string' }, times: { type: 'integer' } }, required: ['name'] },
+  handler: ({ name, times }) => name.repeat(times ?? 1),
+});
+// @ts-expect-error: the hand-given type is enforced in the handler
+defineTool<{ name: string }>({ name: 'wrong', description: 'w', inputSchema: { type: 'object' }, handler: ({ name }) => name.toFixed() });
