@@ -84,25 +84,26 @@ export function chooseAdapter(kind: 'auto' | 'uws' | 'node', log: (level: 'warn'
   if (kind !== 'node') {
     try {
       const { source, officialSkipped } = loadUwsWithSource();
-      if (officialSkipped !== undefined) log('warn', `sluice: WARNING: ${kAdapterLogTag} ${officialSkipped}; serving on ${source.description} instead.`);
+      if (officialSkipped !== undefined) log('warn', `sluice: WARNING: ${kAdapterLogTag} ${officialSkipped}; using ${source.description} instead.`);
       return { adapter: 'uws', threads: requested, detail: source.description };
     } catch (error) {
       if (kind === 'uws') throw error;
       const reusePort = nodeReusePort();
       const threads = reusePort.ok ? requested : 1;
+      // (No "serving" here: the CLI prints that word only once it really serves.)
       const how = workers === undefined
         ? 'in this thread'
         : reusePort.ok
-          ? `on ${threadCount(threads)} sharing the port through reusePort`
+          ? threads === 1 ? 'on 1 HTTP thread' : `on ${threadCount(threads)} sharing the port through reusePort`
           : `on 1 HTTP thread instead of ${workers}, because ${reusePort.reason}`;
-      log('warn', `sluice: WARNING: ${kAdapterLogTag} uWebSockets.js is not available natively (${(error as Error).message}); serving with node:http, which is several times slower, ${how}.`);
+      log('warn', `sluice: WARNING: ${kAdapterLogTag} uWebSockets.js is not available natively (${(error as Error).message}); falling back to node:http, which is several times slower, ${how}.`);
       return { adapter: 'node', threads, detail: nodeDetail(threads, workers, reusePort) };
     }
   }
   const reusePort = nodeReusePort();
   const threads = reusePort.ok ? requested : 1;
   if (workers !== undefined && workers > 1 && !reusePort.ok) {
-    log('warn', `sluice: ${kAdapterLogTag} serving with node:http on 1 HTTP thread instead of ${workers}: node:http can share a port between threads only with reusePort, and ${reusePort.reason}.`);
+    log('warn', `sluice: ${kAdapterLogTag} node:http runs 1 HTTP thread instead of ${workers}: it can share a port between threads only with reusePort, and ${reusePort.reason}.`);
   }
   return { adapter: 'node', threads, detail: nodeDetail(threads, workers, reusePort) };
 }

@@ -87,7 +87,7 @@ describe(`node:http with 2 workers on Node ${kNode}`, () => {
     expect(s.workerThreadIds).toHaveLength(1);
     expect(new Set(await workersSeen(url, 6))).toEqual(new Set(s.workerThreadIds.map(String)));
     const major = kNode.split('.')[0];
-    expect(logs).toEqual([`sluice: HTTP adapter: serving with node:http on 1 HTTP thread instead of 2: node:http can share a port between threads only with reusePort, and Node ${major}.x has no reusePort (needs ≥ 22.12; this is ${kNode}).`]);
+    expect(logs).toEqual([`sluice: HTTP adapter: node:http runs 1 HTTP thread instead of 2: it can share a port between threads only with reusePort, and Node ${major}.x has no reusePort (needs ≥ 22.12; this is ${kNode}).`]);
     expect(s.adapterDetail).toContain(`Node ${major}.x has no reusePort (needs ≥ 22.12`);
   });
 

@@ -21,7 +21,11 @@ export function listenNode(options: AdapterOptions): Promise<Listening> {
   let closing = false;
   const requestTimeout = options.bodyTimeoutMs + 5_000;
   // Node requires headersTimeout <= requestTimeout.
-  const server = createServer({ requestTimeout, headersTimeout: Math.min(10_000, requestTimeout), keepAliveTimeout: 5_000 }, (req, res) => {
+  const headersTimeout = Math.min(10_000, requestTimeout);
+  // Node enforces headersTimeout/requestTimeout only when it sweeps its connections, every 30 s by
+  // default: a slowloris client (a header block that never ends) would hold a socket that long.
+  const connectionsCheckingInterval = Math.max(250, Math.min(1_000, Math.floor(headersTimeout / 4)));
+  const server = createServer({ requestTimeout, headersTimeout, keepAliveTimeout: 5_000, connectionsCheckingInterval }, (req, res) => {
     active++;
     res.once('close', () => { active--; });
     // While shutting down, tell keep-alive clients not to reuse the connection.
