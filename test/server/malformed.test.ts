@@ -603,7 +603,7 @@ describe('slow request body (408)', () => {
     });
   }
 
-  it('uws: a stalled body gets 408 after bodyTimeoutMs', async () => {
+  itUws('uws: a stalled body gets 408 after bodyTimeoutMs', async () => {
     const server = await startServer({ bodyTimeoutMs: 300, sessions: false });
     try {
       const r = await stall(server.address.url);
