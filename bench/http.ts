@@ -618,10 +618,10 @@ async function main(): Promise<void> {
       `Throughput ${f(report.twoWorkers.rps.median, 0)} req/s (${f(report.twoWorkers.rps.min, 0)}–${f(report.twoWorkers.rps.max, 0)}), p99 ${f(report.twoWorkers.p99ms, 2)} ms. Requests per worker thread, per run (from \`sluice_thread_requests_total\` on /metrics; wrk counted ${twoWorkers.map((r) => r.run.requests).join('; ')}): ${report.twoWorkers.perThread.map((p) => p.join(' / ')).join('; ')}; the busier thread served ${f(report.twoWorkers.busierShare.median * 100, 1)} % (${f(report.twoWorkers.busierShare.min * 100, 1)}–${f(report.twoWorkers.busierShare.max * 100, 1)} %). The kernel spreads connections by SO_REUSEPORT hash, so the split follows the 64 connections, not the load.`,
     ]),
     '', '## Charts', '',
-    ...(smoke ? [] : [`![S0 calibration](${base}-s0.svg)`, '']),
+    ...(smoke || !runs('S0') ? [] : [`![S0 calibration](${base}-s0.svg)`, '']),
     `![S1 req/s at c=${smoke ? 32 : 64}](${base}-s1.svg)`, '',
     ...(lifecycle.length === 0 ? [] : [`![S2 lifecycles](${base}-s2.svg)`, '', `![S3 CPU tools](${base}-s3.svg)`, '']),
-    `![S4 cancel latency](${base}-s4.svg)`, '',
+    ...(cancel.length === 0 ? [] : [`![S4 cancel latency](${base}-s4.svg)`, '']),
     ...(!smoke && registry !== undefined ? ['![S5 table and registry (bench:registry)](registry-latest.svg)', ''] : []),
     ...(soak.length === 0 ? [] : [`![S6 soak](${base}-s6.svg)`, '', `![S7 two workers](${base}-s7.svg)`, '']),
   ];
@@ -633,12 +633,12 @@ async function main(): Promise<void> {
     writeFileSync(join(results, 'latest.json'), `${JSON.stringify(report, null, 2)}\n`);
   }
   const c = smoke ? 32 : 64;
-  if (!smoke) writeFileSync(join(results, `${base}-s0.svg`), svgBars('S0 calibration: hello world, req/s at c=50 (one server core)', report.rows.filter((r) => r.scenario === 'S0').map((r) => ({ label: r.label, value: r.rps })), 'req/s'));
+  if (!smoke && runs('S0')) writeFileSync(join(results, `${base}-s0.svg`), svgBars('S0 calibration: hello world, req/s at c=50 (one server core)', report.rows.filter((r) => r.scenario === 'S0').map((r) => ({ label: r.label, value: r.rps })), 'req/s'));
   writeFileSync(join(results, `${base}-s1.svg`), svgBars(`S1 tools/call echo, req/s at c=${c} (one server core)`, report.rows.filter((r) => r.scenario === 'S1' && r.connections === c).map((r) => ({ label: r.label, value: r.rps })), 'req/s'));
   if (report.lifecycle.length > 0) {
     writeFileSync(join(results, `${base}-s2.svg`), svgBars('S2 session per call, lifecycles/s (one server core)', report.lifecycle.map((l) => ({ label: l.label, value: l.lifecyclesPerSecond })), '/s'));
   }
-  writeFileSync(join(results, `${base}-s4.svg`), svgBars('S4 cancel → tool observed over HTTP, p50 ms', cancel.map((x) => ({ label: x.mode, value: x.p50ms })), 'ms'));
+  if (cancel.length > 0) writeFileSync(join(results, `${base}-s4.svg`), svgBars('S4 cancel → tool observed over HTTP, p50 ms', cancel.map((x) => ({ label: x.mode, value: x.p50ms })), 'ms'));
   if (cpuTools.length > 0) {
     writeFileSync(join(results, `${base}-s3.svg`), svgBars('S3 CPU tools: HTTP-worker loop delay p99 at c=8, ms', cpuTools.map((x) => ({ label: `${x.us} µs ${x.mode}`, value: x.loopDelayP99ms })), 'ms'));
   }
