@@ -592,10 +592,12 @@ async function main(): Promise<void> {
     '| scenario | server | c | req/s (median) | min–max | p50 ms | p99 ms | req per server CPU-s | generator CPU |', '|---|---|---:|---:|---:|---:|---:|---:|---:|',
     ...report.rows.map((r) => `| ${r.scenario} | ${r.label} | ${r.connections} | ${f(r.rps, 0)} | ${f(r.rpsMin, 0)}–${f(r.rpsMax, 0)} | ${f(r.p50ms, 2)} | ${f(r.p99ms, 2)} | ${f(r.requestsPerServerCpuSecond, 0)} | ${(r.generatorBusy * 100).toFixed(0)}%${r.generatorBusy > 0.9 ? ' (lower bound)' : ''} |`),
     '', '"req per server CPU-s" counts the server process\'s user + system time (all its threads). A run whose generator core was above 90 % busy is marked a lower bound: the server may have had more to give.',
-    '', '## Cancel → observed over HTTP (S4)', '',
-    `| mode | n | p50 ms | p99 ms | p99.9 ms | p50 per round (${reps}), min–max |`, '|---|---:|---:|---:|---:|---:|',
-    ...cancel.map((c) => `| ${c.mode} | ${c.n} | ${f(c.p50ms, 3)} | ${f(c.p99ms, 3)} | ${f(c.p999ms, 3)} | ${f(c.roundP50ms.min, 3)}–${f(c.roundP50ms.max, 3)} |`),
-    '', 'Percentiles pool every round. With a few hundred samples, p99.9 is close to the maximum. Polling and `ctx.signal` latencies inside one process are measured by `npm run bench:registry` (S5 section of registry-latest.md).',
+    ...(cancel.length === 0 ? [] : [
+      '', '## Cancel → observed over HTTP (S4)', '',
+      `| mode | n | p50 ms | p99 ms | p99.9 ms | p50 per round (${reps}), min–max |`, '|---|---:|---:|---:|---:|---:|',
+      ...cancel.map((c) => `| ${c.mode} | ${c.n} | ${f(c.p50ms, 3)} | ${f(c.p99ms, 3)} | ${f(c.p999ms, 3)} | ${f(c.roundP50ms.min, 3)}–${f(c.roundP50ms.max, 3)} |`),
+      '', 'Percentiles pool every round. With a few hundred samples, p99.9 is close to the maximum. Polling and `ctx.signal` latencies inside one process are measured by `npm run bench:registry` (S5 section of registry-latest.md).',
+    ]),
     ...(lifecycle.length === 0 ? [] : [
       '', '## Session per call (S2): initialize → initialized → tools/call → DELETE, 16 loops', '',
       '| server | lifecycles/s (median) | min–max | p50 ms | p99 ms | errors |', '|---|---:|---:|---:|---:|---:|',
