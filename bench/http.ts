@@ -9,6 +9,11 @@
  * Scenarios: S0 calibration, S1 tools/call echo, S2 session per call, S3 CPU tools inline vs pool,
  * S4 cancel → observed over HTTP, S6 open-loop soak (h2load), S7 two HTTP workers on both cores;
  * S5 (the table) is `npm run bench:registry`, whose latest results are folded into the report.
+ *
+ * `--only S1` (or `--only S1,S4`…) runs only those scenarios; its report is written apart
+ * (bench/results/only-<scenarios>-*), never over latest.md. S1 has a row for Sluice on Node 22 over
+ * node:http with 2 HTTP workers sharing the port through reusePort (the Node that people on 22/24
+ * get, where uWS has no binding here); that Node comes from .ci/node-versions (installed if missing).
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
@@ -20,6 +25,10 @@ import { pin, pinned, startServer, stopServer } from './process.js';
 import type { Running } from './process.js';
 
 const smoke = process.argv.includes('--smoke');
+/** `--only S1[,S4…]`: just these scenarios (figures for one part without the 15-minute full run). */
+const onlyArg = process.argv.indexOf('--only');
+const only = onlyArg === -1 ? undefined : new Set((process.argv[onlyArg + 1] ?? '').split(',').map((x) => x.trim().toUpperCase()).filter((x) => x !== ''));
+const runs = (scenario: string) => only === undefined || only.has(scenario);
 /** A short full run to check the harness itself (not for figures). */
 const quick = process.argv.includes('--quick');
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -39,6 +48,32 @@ function ensureTools(): void {
 /** A bench server script from bench/servers, pinned to CPU 1 unless `pinnedServer` is false. */
 function start(script: string, args: string[] = [], pinnedServer = true): Promise<Running> {
   return startServer([join(servers, script), ...args], pinnedServer ? 1 : undefined);
+}
+
+/** The Node 22 of .ci/node-versions (npm ci there when it is missing). */
+function node22(): string {
+  const dir = join(root, '.ci', 'node-versions');
+  const bin = join(dir, 'node_modules', 'node22', 'bin', 'node');
+  if (!existsSync(bin)) {
+    process.stderr.write('bench: installing Node 22 into .ci/node-versions (npm ci)\n');
+    execFileSync('npm', ['ci', '--no-audit', '--no-fund'], { cwd: dir, stdio: 'inherit' });
+  }
+  return bin;
+}
+
+/** `start`, under another Node binary (same READY protocol, same pinning as bench/process.ts). */
+async function startOn(nodeBin: string, script: string, args: string[] = []): Promise<Running> {
+  const child = spawn(...pinned(1, nodeBin, [join(servers, script), ...args]), { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise<number>((resolve, reject) => {
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => {
+      out += c.toString();
+      const m = /READY (\d+)/.exec(out);
+      if (m !== null) resolve(Number(m[1]));
+    });
+    child.once('exit', (code) => reject(new Error(`${nodeBin} ${script} exited (${code}) before it was ready`)));
+  });
+  return { child, port, pid: child.pid! };
 }
 
 const stop = stopServer;
@@ -116,11 +151,20 @@ const kAccept = 'application/json, text/event-stream';
 
 /** Checks that a server answers the benchmark request with the right JSON-RPC result. */
 function checkEcho(label: string, res: { status: number; body: string }): void {
+  // (wrk counts any 2xx: the result itself is checked once per server.)
   const parsed = JSON.parse(res.body.startsWith('event:') ? res.body.slice(res.body.indexOf('data: ') + 6) : res.body) as { result?: { content?: { text?: string }[] } };
   if (res.status !== 200 || parsed.result?.content?.[0]?.text !== 'bench') throw new Error(`${label}: wrong sample response ${res.status} ${res.body.slice(0, 200)}`);
 }
 
-interface Contender { label: string; script: string; args?: string[]; endpoint: (port: number) => Promise<Endpoint> }
+interface Contender {
+  label: string; script: string; args?: string[]; endpoint: (port: number) => Promise<Endpoint>;
+  /** Run the server under this Node binary instead of the bench's own. */
+  node?: () => string;
+  /** Extra check of the sample response (e.g. which HTTP stack answered). */
+  check?: (res: { headers: Record<string, string | string[] | undefined> }) => void;
+}
+
+const kNode22Label = 'Sluice on Node 22, node:http, 2 HTTP workers (reusePort)';
 
 /** A 2026-07-28 tools/call echo: per-request _meta and headers. */
 function modernEcho(): Endpoint {
@@ -160,6 +204,17 @@ const contenders: Contender[] = [
       return { path: '/mcp', method: 'POST', body: echoBody(1), headers: { 'content-type': 'application/json', accept: kAccept, 'mcp-protocol-version': '2025-11-25', 'mcp-session-id': session } };
     },
   },
+  {
+    // Where uWS has no native binding (Node 22/24 on this glibc 2.36 machine) Sluice serves on
+    // node:http, its HTTP workers sharing the port through reusePort. Pinned to CPU 1 like every S1
+    // row: the 2 workers share one core, so this is the adapter's cost, not a 2-core figure (S7 is).
+    label: kNode22Label, script: 'sluice-echo.mjs', args: ['nosessions', '2'], node: node22,
+    endpoint: async () => ({ path: '/mcp', method: 'POST', body: echoBody(1), headers: { 'content-type': 'application/json', accept: kAccept, 'mcp-protocol-version': '2025-11-25' } }),
+    check: (res) => {
+      // uWS marks every response with a `uWebSockets` header; this row must be node:http.
+      if (res.headers.uwebsockets !== undefined) throw new Error(`${kNode22Label}: answered by uWebSockets.js, not node:http`);
+    },
+  },
 ];
 
 function median(xs: number[]): number {
@@ -189,10 +244,12 @@ async function s0(rows: Row[], seconds: number, reps: number): Promise<void> {
 async function s1(rows: Row[], seconds: number, reps: number, connectionSets: number[], who: Contender[]): Promise<void> {
   for (let rep = 0; rep < reps; rep++) {
     for (const c of who) {
-      const s = await start(c.script, c.args);
+      const s = c.node === undefined ? await start(c.script, c.args) : await startOn(c.node(), c.script, c.args);
       try {
         const e = await c.endpoint(s.port);
-        checkEcho(c.label, await post(s.port, e));
+        const sample = await post(s.port, e);
+        checkEcho(c.label, sample);
+        c.check?.(sample);
         await wrk(s.port, e, 32, 1, s.pid); // warm-up (JIT)
         for (const connections of connectionSets) {
           const r = await wrk(s.port, e, connections, seconds, s.pid);
@@ -427,14 +484,14 @@ async function main(): Promise<void> {
   const reps = smoke || quick ? 1 : 3;
   const rows: Row[] = [];
   const started = Date.now();
-  if (!smoke) await s0(rows, seconds, reps);
-  await s1(rows, seconds, reps, smoke ? [32] : [1, 32, 64], smoke ? contenders.slice(0, 2) : contenders);
-  const latency = await s4(smoke ? 30 : 200, reps);
-  const lifecycle = smoke ? [] : await s2(seconds, reps);
-  const cpu = smoke ? [] : await s3(quick ? 1 : 3, reps);
+  if (!smoke && runs('S0')) await s0(rows, seconds, reps);
+  if (runs('S1')) await s1(rows, seconds, reps, smoke ? [32] : [1, 32, 64], smoke ? contenders.slice(0, 2) : contenders);
+  const latency = runs('S4') ? await s4(smoke ? 30 : 200, reps) : [];
+  const lifecycle = smoke || !runs('S2') ? [] : await s2(seconds, reps);
+  const cpu = smoke || !runs('S3') ? [] : await s3(quick ? 1 : 3, reps);
   const peak = median(rows.find((r) => r.scenario === 'S1' && r.label === contenders[1].label && r.connections === (smoke ? 32 : 64))?.runs.map((r) => r.rps) ?? []);
-  const soak = smoke ? [] : await s6(peak, quick ? 5 : 60);
-  const twoWorkers = smoke ? [] : await s7(seconds, reps);
+  const soak = smoke || !runs('S6') || !Number.isFinite(peak) ? [] : await s6(peak, quick ? 5 : 60);
+  const twoWorkers = smoke || !runs('S7') ? [] : await s7(seconds, reps);
 
   const byName = (label: string) => contenders.find((x) => x.label === label)!.label;
   const ceiling = contenders[0].label;
@@ -453,6 +510,10 @@ async function main(): Promise<void> {
     ratio(`Sluice / SDK v1 stateless, c=${c}`, sluice, byName('official SDK v1, stateless'), c);
     ratio(`Sluice 2026-07-28 / SDK v2 handler 2026-07-28, c=${c}`, byName('Sluice, 2026-07-28 (1 HTTP worker)'), byName('official SDK v2 handler, 2026-07-28'), c);
     ratio(`Sluice 2026-07-28 / Sluice 2025-11-25, c=${c}`, byName('Sluice, 2026-07-28 (1 HTTP worker)'), sluice, c);
+    // Node 22 over node:http (2 workers, one core) against the Node 20 raw uWS ceiling and SDK v1, same run.
+    ratio(`Sluice Node 22 node:http ×2 / raw uWS ceiling (Node 20), c=${c}`, kNode22Label, ceiling, c);
+    ratio(`Sluice Node 22 node:http ×2 / SDK v1 stateful, c=${c}`, kNode22Label, byName('official SDK v1, stateful'), c);
+    ratio(`Sluice Node 22 node:http ×2 / Sluice Node 20 uWS ×1, c=${c}`, kNode22Label, sluice, c);
   }
   const range = (xs: number[]) => ({ median: median(xs), min: Math.min(...xs), max: Math.max(...xs) });
   const date = new Date().toISOString().slice(0, 10);
@@ -482,10 +543,10 @@ async function main(): Promise<void> {
   if (!smoke && registry !== undefined) targets.push(...registry.targets.map((t) => ({ ...t, name: `${t.name} (bench:registry)` })));
   const report = {
     date: new Date().toISOString(),
-    mode: smoke ? 'smoke' : quick ? 'quick' : 'full',
+    mode: `${smoke ? 'smoke' : quick ? 'quick' : 'full'}${only === undefined ? '' : `, only ${[...only].join(',')}`}`,
     machine: `${cpus()[0]?.model ?? '?'} × ${cpus().length}, node ${process.version}`,
     pinned: pin,
-    command: smoke ? 'npm run bench:smoke' : 'npm run bench',
+    command: smoke ? 'npm run bench:smoke' : only !== undefined ? `npm run build && node dist/bench/http.js${quick ? ' --quick' : ''} --only ${[...only].join(',')}` : 'npm run bench',
     seconds, reps,
     targets,
     ratios,
@@ -512,7 +573,7 @@ async function main(): Promise<void> {
   };
   mkdirSync(results, { recursive: true });
   // The full run is the report (<date>.md, latest.md, latest.json); smoke and quick runs keep their own files.
-  const base = smoke ? 'smoke' : quick ? 'quick' : 'http';
+  const base = smoke ? 'smoke' : only !== undefined ? `only-${[...only].join('-')}${quick ? '-quick' : ''}` : quick ? 'quick' : 'http';
   writeFileSync(join(results, `${base}-${date}.json`), `${JSON.stringify(report, null, 2)}\n`);
   writeFileSync(join(results, `${base}-latest.json`), `${JSON.stringify(report, null, 2)}\n`);
   const f = (x: number, d: number) => (Number.isFinite(x) ? x.toFixed(d) : '–');
@@ -531,10 +592,12 @@ async function main(): Promise<void> {
     '| scenario | server | c | req/s (median) | min–max | p50 ms | p99 ms | req per server CPU-s | generator CPU |', '|---|---|---:|---:|---:|---:|---:|---:|---:|',
     ...report.rows.map((r) => `| ${r.scenario} | ${r.label} | ${r.connections} | ${f(r.rps, 0)} | ${f(r.rpsMin, 0)}–${f(r.rpsMax, 0)} | ${f(r.p50ms, 2)} | ${f(r.p99ms, 2)} | ${f(r.requestsPerServerCpuSecond, 0)} | ${(r.generatorBusy * 100).toFixed(0)}%${r.generatorBusy > 0.9 ? ' (lower bound)' : ''} |`),
     '', '"req per server CPU-s" counts the server process\'s user + system time (all its threads). A run whose generator core was above 90 % busy is marked a lower bound: the server may have had more to give.',
-    '', '## Cancel → observed over HTTP (S4)', '',
-    `| mode | n | p50 ms | p99 ms | p99.9 ms | p50 per round (${reps}), min–max |`, '|---|---:|---:|---:|---:|---:|',
-    ...cancel.map((c) => `| ${c.mode} | ${c.n} | ${f(c.p50ms, 3)} | ${f(c.p99ms, 3)} | ${f(c.p999ms, 3)} | ${f(c.roundP50ms.min, 3)}–${f(c.roundP50ms.max, 3)} |`),
-    '', 'Percentiles pool every round. With a few hundred samples, p99.9 is close to the maximum. Polling and `ctx.signal` latencies inside one process are measured by `npm run bench:registry` (S5 section of registry-latest.md).',
+    ...(cancel.length === 0 ? [] : [
+      '', '## Cancel → observed over HTTP (S4)', '',
+      `| mode | n | p50 ms | p99 ms | p99.9 ms | p50 per round (${reps}), min–max |`, '|---|---:|---:|---:|---:|---:|',
+      ...cancel.map((c) => `| ${c.mode} | ${c.n} | ${f(c.p50ms, 3)} | ${f(c.p99ms, 3)} | ${f(c.p999ms, 3)} | ${f(c.roundP50ms.min, 3)}–${f(c.roundP50ms.max, 3)} |`),
+      '', 'Percentiles pool every round. With a few hundred samples, p99.9 is close to the maximum. Polling and `ctx.signal` latencies inside one process are measured by `npm run bench:registry` (S5 section of registry-latest.md).',
+    ]),
     ...(lifecycle.length === 0 ? [] : [
       '', '## Session per call (S2): initialize → initialized → tools/call → DELETE, 16 loops', '',
       '| server | lifecycles/s (median) | min–max | p50 ms | p99 ms | errors |', '|---|---:|---:|---:|---:|---:|',
@@ -557,27 +620,27 @@ async function main(): Promise<void> {
       `Throughput ${f(report.twoWorkers.rps.median, 0)} req/s (${f(report.twoWorkers.rps.min, 0)}–${f(report.twoWorkers.rps.max, 0)}), p99 ${f(report.twoWorkers.p99ms, 2)} ms. Requests per worker thread, per run (from \`sluice_thread_requests_total\` on /metrics; wrk counted ${twoWorkers.map((r) => r.run.requests).join('; ')}): ${report.twoWorkers.perThread.map((p) => p.join(' / ')).join('; ')}; the busier thread served ${f(report.twoWorkers.busierShare.median * 100, 1)} % (${f(report.twoWorkers.busierShare.min * 100, 1)}–${f(report.twoWorkers.busierShare.max * 100, 1)} %). The kernel spreads connections by SO_REUSEPORT hash, so the split follows the 64 connections, not the load.`,
     ]),
     '', '## Charts', '',
-    ...(smoke ? [] : [`![S0 calibration](${base}-s0.svg)`, '']),
+    ...(smoke || !runs('S0') ? [] : [`![S0 calibration](${base}-s0.svg)`, '']),
     `![S1 req/s at c=${smoke ? 32 : 64}](${base}-s1.svg)`, '',
     ...(lifecycle.length === 0 ? [] : [`![S2 lifecycles](${base}-s2.svg)`, '', `![S3 CPU tools](${base}-s3.svg)`, '']),
-    `![S4 cancel latency](${base}-s4.svg)`, '',
+    ...(cancel.length === 0 ? [] : [`![S4 cancel latency](${base}-s4.svg)`, '']),
     ...(!smoke && registry !== undefined ? ['![S5 table and registry (bench:registry)](registry-latest.svg)', ''] : []),
     ...(soak.length === 0 ? [] : [`![S6 soak](${base}-s6.svg)`, '', `![S7 two workers](${base}-s7.svg)`, '']),
   ];
   writeFileSync(join(results, `${base}-${date}.md`), `${lines.join('\n')}\n`);
   writeFileSync(join(results, `${base}-latest.md`), `${lines.join('\n')}\n`);
-  if (!smoke && !quick) {
+  if (!smoke && !quick && only === undefined) {
     writeFileSync(join(results, `${date}.md`), `${lines.join('\n')}\n`);
     writeFileSync(join(results, 'latest.md'), `${lines.join('\n')}\n`);
     writeFileSync(join(results, 'latest.json'), `${JSON.stringify(report, null, 2)}\n`);
   }
   const c = smoke ? 32 : 64;
-  if (!smoke) writeFileSync(join(results, `${base}-s0.svg`), svgBars('S0 calibration: hello world, req/s at c=50 (one server core)', report.rows.filter((r) => r.scenario === 'S0').map((r) => ({ label: r.label, value: r.rps })), 'req/s'));
+  if (!smoke && runs('S0')) writeFileSync(join(results, `${base}-s0.svg`), svgBars('S0 calibration: hello world, req/s at c=50 (one server core)', report.rows.filter((r) => r.scenario === 'S0').map((r) => ({ label: r.label, value: r.rps })), 'req/s'));
   writeFileSync(join(results, `${base}-s1.svg`), svgBars(`S1 tools/call echo, req/s at c=${c} (one server core)`, report.rows.filter((r) => r.scenario === 'S1' && r.connections === c).map((r) => ({ label: r.label, value: r.rps })), 'req/s'));
   if (report.lifecycle.length > 0) {
     writeFileSync(join(results, `${base}-s2.svg`), svgBars('S2 session per call, lifecycles/s (one server core)', report.lifecycle.map((l) => ({ label: l.label, value: l.lifecyclesPerSecond })), '/s'));
   }
-  writeFileSync(join(results, `${base}-s4.svg`), svgBars('S4 cancel → tool observed over HTTP, p50 ms', cancel.map((x) => ({ label: x.mode, value: x.p50ms })), 'ms'));
+  if (cancel.length > 0) writeFileSync(join(results, `${base}-s4.svg`), svgBars('S4 cancel → tool observed over HTTP, p50 ms', cancel.map((x) => ({ label: x.mode, value: x.p50ms })), 'ms'));
   if (cpuTools.length > 0) {
     writeFileSync(join(results, `${base}-s3.svg`), svgBars('S3 CPU tools: HTTP-worker loop delay p99 at c=8, ms', cpuTools.map((x) => ({ label: `${x.us} µs ${x.mode}`, value: x.loopDelayP99ms })), 'ms'));
   }

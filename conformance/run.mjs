@@ -1,5 +1,7 @@
 // npm run conformance: starts the fixture server with Sluice, then runs the official conformance suite
 // under its own Node 22 (conformance/node_modules, never on the project's PATH) at both wires.
+// The fixture server runs on the Node that runs this script (.ci/run runs it under Node 20, 22
+// and 24), with whatever HTTP adapter that Node gets; the suite itself always runs on node22.
 import { spawnSync, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -15,7 +17,7 @@ if (!existsSync(node22) || !existsSync(suite)) {
 const only = process.argv.slice(2);
 const server = createServer({ tools: new URL('../dist/conformance/fixture/everything.js', import.meta.url), port: 0, workers: 2 });
 const { url } = await server.listen();
-process.stderr.write(`conformance: fixture at ${url}\n`);
+process.stderr.write(`conformance: fixture at ${url} on Node ${process.versions.node}: ${server.adapterDetail} (${server.workerThreadIds.length} HTTP worker threads)\n`);
 let failed = false;
 for (const requirements of only.length > 0 ? only : ['2025-11-25', '2026-07-28']) {
   const code = await new Promise((resolve) => {

@@ -254,7 +254,7 @@ async function serve(extra: string[], values: ServeFlags): Promise<number> {
     if (logLevel !== 'error') {
       const threads = Math.max(1, server.workerThreadIds.length);
       const served = server.served === undefined ? '' : describeServed(server.served);
-      process.stderr.write(`sluice: serving MCP at ${address.url} (${server.adapter}, ${threads} HTTP thread${threads === 1 ? '' : 's'})\n${served}`);
+      process.stderr.write(`sluice: serving MCP at ${address.url} (${server.adapterDetail ?? server.adapter}, ${threads} HTTP thread${threads === 1 ? '' : 's'})\n${served}`);
     }
     await stopped;
     await server.close();

@@ -35,6 +35,11 @@ export interface Server {
   readonly registry: Registry;
   /** The HTTP adapter in use once listening. */
   readonly adapter: 'uws' | 'node' | undefined;
+  /**
+   * What serves, in one line, once listening: which uWebSockets.js build (official or the packaged
+   * binding, and its binary), or node:http and how many threads share the port (and why only one).
+   */
+  readonly adapterDetail: string | undefined;
   /** Thread ids of the HTTP workers (empty in-process). */
   readonly workerThreadIds: readonly number[];
   /** What is served (tool and prompt names, resource URIs and templates), once listening. */
@@ -74,6 +79,7 @@ export function createServer(options: ServerOptions, hooks: ServerHooks = {}): S
 class SluiceServer implements Server {
   readonly registry: Registry;
   adapter: 'uws' | 'node' | undefined;
+  adapterDetail: string | undefined;
   readonly #options: ResolvedOptions;
   readonly #catalog: Catalog | undefined;
   readonly #toolsModule: string | undefined;
@@ -126,8 +132,10 @@ class SluiceServer implements Server {
   async listen(): Promise<ServerAddress> {
     if (this.#address !== undefined) return this.#address;
     const options = this.#options;
-    const adapter = chooseAdapter(options.http, this.#log);
+    const choice = chooseAdapter(options.http, this.#log, this.#catalog === undefined ? options.workers : undefined);
+    const adapter = choice.adapter;
     this.adapter = adapter;
+    this.adapterDetail = choice.detail;
     if (options.janitor !== false) this.#stopJanitor = this.registry.startJanitor(options.janitor);
     if (this.#sessions !== undefined) {
       const sessions = this.#sessions;
@@ -147,11 +155,8 @@ class SluiceServer implements Server {
       }
       port = this.#runtime.listening.port;
     } else {
-      let count = options.workers;
-      if (adapter === 'node' && count > 1) {
-        this.#log('warn', `sluice: node:http cannot share a port between threads on Node 20: serving with 1 HTTP worker instead of ${count}.`);
-        count = 1;
-      }
+      // uWS always shares the port; node:http only where Node has reusePort (chooseAdapter said why not).
+      const count = choice.threads;
       // SO_REUSEPORT cannot share a port the kernel picked for the first socket (nor can a
       // replacement worker take it back after a crash): pick one first.
       try {

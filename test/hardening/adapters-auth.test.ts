@@ -6,6 +6,7 @@ import { post } from '../helpers/http.js';
 import { startServer } from '../helpers/server.js';
 import type { TestServer } from '../helpers/server.js';
 import { cleanupAfterEach } from '../helpers/cleanup.js';
+import { adapters } from '../helpers/adapters.js';
 
 const kAuthTools = new URL('../fixtures/adapters-auth-tools.mjs', import.meta.url);
 const kVersion = '2025-11-25';
@@ -24,7 +25,7 @@ function headers(extra: Record<string, string | undefined>): Record<string, stri
   return out;
 }
 
-describe.each(['uws', 'node'] as const)('authenticate hook over the %s adapter', (http) => {
+describe.each(adapters('authenticate hook'))('authenticate hook over the %s adapter', (http) => {
   it.each(['wait-timer', 'wait-microtasks'])('a hook that awaits (%s) leaves the body intact', async (wait) => {
     const { address } = await start(http);
     const as = (session?: string) => headers({ authorization: wait, 'x-api-key': 'key-a', 'mcp-session-id': session });

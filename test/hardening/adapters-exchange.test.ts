@@ -12,6 +12,7 @@ import { listenNode } from '../../src/transport/http/node/adapter.js';
 import { listenUws } from '../../src/transport/http/uws/adapter.js';
 import { cleanupAfterEach } from '../helpers/cleanup.js';
 import { until } from '../helpers/server.js';
+import { adapters, itUws } from '../helpers/adapters.js';
 
 const onCleanup = cleanupAfterEach();
 
@@ -67,7 +68,7 @@ function bodyOf(buf: Buffer): Buffer | undefined {
 
 const tick = () => new Promise((resolve) => setImmediate(resolve));
 
-describe.each(['uws', 'node'] as const)('Exchange over the %s adapter', (kind) => {
+describe.each(adapters('Exchange'))('Exchange over the %s adapter', (kind) => {
   it('reports a repeated security header (first value kept) and joins other repeats', async () => {
     const listening = await serve(kind, (ex) => {
       ex.respond(200, [['content-type', 'application/json']], JSON.stringify({
@@ -179,7 +180,7 @@ describe.each(['uws', 'node'] as const)('Exchange over the %s adapter', (kind) =
   });
 });
 
-it('uWS: a port another process holds fails with listen_failed, naming the likely causes', async () => {
+itUws('uWS: a port another process holds fails with listen_failed, naming the likely causes', async () => {
   const holder = createServer();
   await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
   onCleanup(() => new Promise((resolve) => holder.close(resolve)));

@@ -8,6 +8,7 @@ import type { Server, ServerOptions, Tool } from '../../src/index.js';
 import { SessionStore } from '../../src/sessions/store.js';
 import { post } from '../helpers/http.js';
 import { kToolsModule, modernMeta, recordPath, recorded, until } from '../helpers/server.js';
+import { adapters } from '../helpers/adapters.js';
 
 const fixtures = ((await import(kToolsModule.href)) as { default: Tool[] }).default.filter((t) => t.pool !== true);
 const odd = [
@@ -46,7 +47,7 @@ function openCall(url: string, message: unknown, headers: Record<string, string>
   return { drop: () => req.destroy() };
 }
 
-describe.each(['uws', 'node'] as const)('probe round 2 over %s', (http) => {
+describe.each(adapters('probe round 2'))('probe round 2 over %s', (http) => {
   it('3/10: a 2026-07-28 notification is 202 with or without _meta, and a notifications/cancelled (either wire, same IP) cancels no modern request', async () => {
     const url = await start({ http, sessions: false });
     const record = recordPath();
@@ -158,7 +159,7 @@ describe.each(['uws', 'node'] as const)('probe round 2 over %s', (http) => {
   });
 });
 
-describe.each(['uws', 'node'] as const)('per-client limits over %s', (http) => {
+describe.each(adapters('per-client limits'))('per-client limits over %s', (http) => {
   it('one client flooding requests and sessions gets 429 + Retry-After; other clients are served; /metrics counts it', async () => {
     const url = await start({ http, trustProxy: true, metrics: true, maxInFlightPerClient: 3, maxSessionsPerClient: 2 });
     const from = (address: string, session?: string) => ({ ...legacy, 'x-forwarded-for': address, ...(session === undefined ? {} : { 'mcp-session-id': session }) });

@@ -9,6 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createServer, defineTool } from '../../src/index.js';
 import type { Server } from '../../src/index.js';
 import { until } from '../helpers/server.js';
+import { adapters } from '../helpers/adapters.js';
 
 const kBound = 64 * 1024;
 let toolState = { calls: 0, progress: 0, done: 0 };
@@ -86,7 +87,7 @@ function events(raw: Buffer): Record<string, unknown>[] {
   return out;
 }
 
-describe.each(['uws', 'node'] as const)('slow readers over %s', (http) => {
+describe.each(adapters('slow readers'))('slow readers over %s', (http) => {
   it('memory held for a reader that stopped is bounded; progress coalesces, logs drop; on reading, the newest progress and the response arrive in order', async () => {
     const { port, url } = await start(http, { slowReaderTimeoutMs: 30_000 });
     const call = stalledCall(port, 1_500);

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer } from '../../src/index.js';
 import type { Server, ServerAddress, ServerOptions } from '../../src/index.js';
+import { kAdapterLogTag } from '../../src/supervisor/runtime.js';
 
 /** The fixture tools module (plain .mjs: worker threads load it without vitest's transform). */
 export const kToolsModule = new URL('../fixtures/server-tools.mjs', import.meta.url);
@@ -11,15 +12,23 @@ export interface TestServer {
   server: Server;
   address: ServerAddress;
   logs: string[];
+  /**
+   * The adapter decision's own lines (e.g. the loud warning that uWS cannot load under Node 22/24),
+   * kept out of `logs`: tests that require a quiet server must not fail on the Node they run under.
+   */
+  adapterLogs: string[];
   close(): Promise<void>;
 }
 
 /** A real server on loopback with the fixture tools; logs are captured, not printed. */
 export async function startServer(options: Partial<ServerOptions> = {}): Promise<TestServer> {
   const logs: string[] = [];
-  const server = createServer({ tools: kToolsModule, port: 0, workers: 2, exposeWorker: true, janitor: false, ...options }, { log: (_level, message) => { logs.push(message); } });
+  const adapterLogs: string[] = [];
+  const server = createServer({ tools: kToolsModule, port: 0, workers: 2, exposeWorker: true, janitor: false, ...options }, {
+    log: (_level, message) => { (message.includes(kAdapterLogTag) ? adapterLogs : logs).push(message); },
+  });
   const address = await server.listen();
-  return { server, address, logs, close: () => server.close() };
+  return { server, address, logs, adapterLogs, close: () => server.close() };
 }
 
 /** A fresh file path for a tool's `record` argument. */

@@ -6,6 +6,7 @@ import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initialize, kAccept, modernMeta, startServer } from '../helpers/server.js';
 import type { TestServer } from '../helpers/server.js';
+import { itUws } from '../helpers/adapters.js';
 
 const kMaxBody = 64 * 1024;
 const kModern = '2026-07-28';
@@ -602,7 +603,7 @@ describe('slow request body (408)', () => {
     });
   }
 
-  it('uws: a stalled body gets 408 after bodyTimeoutMs', async () => {
+  itUws('uws: a stalled body gets 408 after bodyTimeoutMs', async () => {
     const server = await startServer({ bodyTimeoutMs: 300, sessions: false });
     try {
       const r = await stall(server.address.url);
@@ -616,7 +617,7 @@ describe('slow request body (408)', () => {
 
   // KNOWN BUG (see the report): uws/adapter.ts answers 408 with a `connection: close` header but
   // without closeConnection=true, so the socket stays open until uWS's idle timeout (~12 s).
-  it('uws: the connection is closed right after the 408', async () => {
+  itUws('uws: the connection is closed right after the 408', async () => {
     const server = await startServer({ bodyTimeoutMs: 300, sessions: false });
     try {
       const r = await stall(server.address.url);

@@ -12,6 +12,7 @@ import { createServer, defineTool } from '../../src/index.js';
 import type { Server } from '../../src/index.js';
 import { initialize, kAccept, kToolsModule, modernMeta, recordPath, recorded, startServer, until } from '../helpers/server.js';
 import type { TestServer } from '../helpers/server.js';
+import { adapters, itUws } from '../helpers/adapters.js';
 
 const kBin = fileURLToPath(new URL('../../bin/sluice.js', import.meta.url));
 const kFixtureTools = fileURLToPath(kToolsModule);
@@ -280,7 +281,7 @@ describe('Server.close() with requests in flight (API)', () => {
     inProcess = undefined;
   });
 
-  it.each(['uws', 'node'] as const)('HTTP workers (%s): close() resolves; quick calls complete, slow ones end cleanly', async (http) => {
+  it.each(adapters('HTTP workers: close() resolves'))('HTTP workers (%s): close() resolves; quick calls complete, slow ones end cleanly', async (http) => {
     ts = await startServer({ http, shutdownGraceMs: kGraceMs });
     const { url } = ts.address;
     const session = await initialize(url);
@@ -349,10 +350,10 @@ describe('Server.close() with requests in flight (API)', () => {
       agent.destroy();
     }
   };
-  it('uws: close() resolves soon after the last in-flight call, with a keep-alive client', () => keepAliveCase('uws'));
+  itUws('uws: close() resolves soon after the last in-flight call, with a keep-alive client', () => keepAliveCase('uws'));
   it('node: close() resolves soon after the last in-flight call, with a keep-alive client', () => keepAliveCase('node'));
 
-  it.each(['uws', 'node'] as const)('in-process tools (%s): close() resolves after the grace period; a late result is dropped quietly', async (http) => {
+  it.each(adapters('in-process tools: close() resolves after the grace period'))('in-process tools (%s): close() resolves after the grace period; a late result is dropped quietly', async (http) => {
     let release: () => void = () => {};
     const gate = new Promise<void>((resolve) => { release = resolve; });
     let running = 0;

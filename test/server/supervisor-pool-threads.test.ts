@@ -9,6 +9,7 @@ import { modernMeta, recordPath, recorded, startServer, until } from '../helpers
 
 const kTools = new URL('../fixtures/supervisor-tools.mjs', import.meta.url);
 import type { TestServer } from '../helpers/server.js';
+import { adapterCases } from '../helpers/adapters.js';
 
 let running: TestServer | undefined;
 afterEach(async () => {
@@ -35,12 +36,12 @@ async function serving(url: string): Promise<void> {
 
 // Entries: the supervisor, one HTTP worker, its pool thread, and one spare. A single leaked
 // pool-thread entry per crash fills this roster on the second crash.
-const cases = [
+const cases = adapterCases('HTTP worker crashes and the pool (crash)', [
   // An uncaught error: the worker's crash handler runs (and closes the pool itself).
   { crashTool: 'crash', http: 'uws' as const },
   // An abrupt end, no JavaScript clean-up in the worker (node:http: uWS would abort the process).
   { crashTool: 'hard_exit', http: 'node' as const },
-];
+]);
 
 describe('HTTP worker crashes and the pool', () => {
   it.each(cases)('release the dead worker\'s pool threads ($crashTool, $http): pool tools keep working on a roster with room for one worker', async ({ crashTool, http }) => {

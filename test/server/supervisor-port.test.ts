@@ -11,6 +11,7 @@ import type { Server } from '../../src/index.js';
 import { post } from '../helpers/http.js';
 import { kToolsModule, modernMeta } from '../helpers/server.js';
 import { cleanupAfterEach } from '../helpers/cleanup.js';
+import { adapterCases } from '../helpers/adapters.js';
 
 const kBin = fileURLToPath(new URL('../../bin/sluice.js', import.meta.url));
 const cleanup = cleanupAfterEach();
@@ -38,10 +39,10 @@ async function echoes(url: string): Promise<boolean> {
 }
 
 describe('a port held by another server', () => {
-  it.each([
+  it.each(adapterCases('a second Sluice on the same port is refused', [
     { http: 'uws' as const, workers: 2 },
     { http: 'node' as const, workers: 1 },
-  ])('$http: a second Sluice on the same port is refused with port_in_use; the first keeps all the traffic', async ({ http, workers }) => {
+  ]))('$http: a second Sluice on the same port is refused with port_in_use; the first keeps all the traffic', async ({ http, workers }) => {
     const first = server({ port: 0, http, workers });
     const address = await first.listen();
     const second = server({ port: address.port, http, workers });
@@ -52,12 +53,12 @@ describe('a port held by another server', () => {
     expect(first.workerThreadIds).toHaveLength(workers);
   });
 
-  it.each([
+  it.each(adapterCases('a plain net server on the port makes listen() reject', [
     { http: 'uws' as const, inProcess: false },
     { http: 'uws' as const, inProcess: true },
     { http: 'node' as const, inProcess: false },
     { http: 'node' as const, inProcess: true },
-  ])('$http (in-process: $inProcess): a plain net server on the port makes listen() reject with port_in_use', async ({ http, inProcess }) => {
+  ]))('$http (in-process: $inProcess): a plain net server on the port makes listen() reject with port_in_use', async ({ http, inProcess }) => {
     const { port } = await holdPort();
     await expect(server({ port, http, inProcess }).listen()).rejects.toMatchObject({ code: 'port_in_use' });
   });

@@ -9,6 +9,7 @@ import { createServer, defineTool } from '../../src/index.js';
 import { cleanupAfterEach } from '../helpers/cleanup.js';
 import { post } from '../helpers/http.js';
 import { initialize, kAccept, modernMeta, recordPath, recorded, startServer, until } from '../helpers/server.js';
+import { adapters, itUws } from '../helpers/adapters.js';
 
 const kBin = fileURLToPath(new URL('../../bin/sluice.js', import.meta.url));
 const kTools = new URL('../fixtures/supervisor-tools.mjs', import.meta.url);
@@ -40,7 +41,7 @@ function events(body: string): Array<Record<string, any>> {
 }
 
 describe('the end of the shutdown grace', () => {
-  it.each(['uws', 'node'] as const)('HTTP worker (%s): a legacy SSE tool still running is cancelled with a reason; its stream ends cleanly', async (http) => {
+  it.each(adapters('HTTP worker: a legacy SSE tool still running is cancelled'))('HTTP worker (%s): a legacy SSE tool still running is cancelled with a reason; its stream ends cleanly', async (http) => {
     const ts = await startServer({ tools: kTools, http, workers: 1, shutdownGraceMs: kGraceMs });
     cleanup(() => ts.close());
     const session = await initialize(ts.address.url);
@@ -59,7 +60,7 @@ describe('the end of the shutdown grace', () => {
     expect(recorded(record).at(-1)).toBe('cancelled=true reason=server shutting down signal');
   });
 
-  it.each(['uws', 'node'] as const)('in-process (%s): the tool sees the cancel through ctx.cancelled and ctx.signal', async (http) => {
+  it.each(adapters('in-process: the tool sees the cancel'))('in-process (%s): the tool sees the cancel through ctx.cancelled and ctx.signal', async (http) => {
     const seen: string[] = [];
     const watch = defineTool({
       name: 'watch',
@@ -88,7 +89,7 @@ describe('the end of the shutdown grace', () => {
 });
 
 describe('process.exit() in a tool', () => {
-  it('uws HTTP worker: the call fails as a tool error, the same worker serves on; in the pool too', async () => {
+  itUws('uws HTTP worker: the call fails as a tool error, the same worker serves on; in the pool too', async () => {
     const child = spawn(process.execPath, [kBin, 'serve', '--tools', fileURLToPath(kTools), '--http', 'uws', '--workers', '1', '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
     cleanup(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL'); });
     let stderr = '';

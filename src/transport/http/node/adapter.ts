@@ -5,17 +5,27 @@ import { SluiceError } from '../../../errors.js';
 import type { AdapterOptions, Listening } from '../adapter.js';
 import type { Exchange } from '../exchange.js';
 import { addHeader, kRequestHeaders } from '../exchange.js';
+import { nodeReusePort } from './reuse-port.js';
 
 const kWanted: ReadonlySet<string> = new Set(kRequestHeaders);
 
-/** node:http adapter: the same contract as the uWS one, for when uWS cannot load or is not wanted. */
+/**
+ * node:http adapter: the same contract as the uWS one, for when uWS cannot load or is not wanted.
+ * Like uWS it binds with SO_REUSEPORT where Node offers it (`reusePort`, Node ≥ 22.12 / ≥ 23.1 on
+ * Linux): then several HTTP worker threads listen on one port and the kernel spreads connections
+ * between them. (The supervisor's exclusive-bind probe still refuses a port another process holds.)
+ */
 export function listenNode(options: AdapterOptions): Promise<Listening> {
   const sockets = new Set<Socket>();
   let active = 0;
   let closing = false;
   const requestTimeout = options.bodyTimeoutMs + 5_000;
   // Node requires headersTimeout <= requestTimeout.
-  const server = createServer({ requestTimeout, headersTimeout: Math.min(10_000, requestTimeout), keepAliveTimeout: 5_000 }, (req, res) => {
+  const headersTimeout = Math.min(10_000, requestTimeout);
+  // Node enforces headersTimeout/requestTimeout only when it sweeps its connections, every 30 s by
+  // default: a slowloris client (a header block that never ends) would hold a socket that long.
+  const connectionsCheckingInterval = Math.max(250, Math.min(1_000, Math.floor(headersTimeout / 4)));
+  const server = createServer({ requestTimeout, headersTimeout, keepAliveTimeout: 5_000, connectionsCheckingInterval }, (req, res) => {
     active++;
     res.once('close', () => { active--; });
     // While shutting down, tell keep-alive clients not to reuse the connection.
@@ -33,7 +43,10 @@ export function listenNode(options: AdapterOptions): Promise<Listening> {
   });
   return new Promise((resolve, reject) => {
     server.once('error', (error) => reject(new SluiceError('listen_failed', `cannot listen on ${options.host}:${options.port}: ${error.message}`, { cause: error })));
-    server.listen(options.port, options.host, () => {
+    // `reusePort` is typed from Node 22's listen options; older Nodes are never asked for it.
+    const listenOptions: { port: number; host: string; reusePort?: boolean } = { port: options.port, host: options.host };
+    if (nodeReusePort().ok) listenOptions.reusePort = true;
+    server.listen(listenOptions, () => {
       const address = server.address();
       const port = typeof address === 'object' && address !== null ? address.port : options.port;
       resolve({
