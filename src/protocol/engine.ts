@@ -642,20 +642,21 @@ export class Engine {
     try {
       output = tool.handler(checked, ctx);
     } catch (error) {
-      return this.#toolFailed(name, error);
+      return this.#toolFailed(run, name, error);
     }
-    return output instanceof Promise ? output.then((o) => toToolResult(tool, o), (error: unknown) => this.#toolFailed(name, error)) : toToolResult(tool, output);
+    return output instanceof Promise ? output.then((o) => toToolResult(tool, o), (error: unknown) => this.#toolFailed(run, name, error)) : toToolResult(tool, output);
   }
 
   readonly #toolFailureLog = new LogBudget(20, 60_000);
 
   /**
    * A tool threw: the client gets `isError` content, the operator a log line naming the tool (warn,
-   * at most 20 a minute per thread). A cancelled tool that stopped by throwing is not a failure.
+   * at most 20 a minute per thread). A cancelled tool that stopped by throwing (its CancelledError,
+   * or the AbortError of something it gave `ctx.signal`) is not a failure.
    */
-  #toolFailed(name: string, error: unknown): CallToolResult {
+  #toolFailed(run: Run, name: string, error: unknown): CallToolResult {
     const result = toolError(error);
-    if (!(error instanceof CancelledError)) {
+    if (!(error instanceof CancelledError) && !run.handle.cancelled) {
       const dropped = this.#toolFailureLog.take();
       if (dropped >= 0) {
         const more = dropped > 0 ? ` (${dropped} similar failures not logged in the last minute)` : '';
