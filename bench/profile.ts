@@ -12,14 +12,12 @@
  * the kernel's socket calls and waiting for the next request.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { cpus, tmpdir } from 'node:os';
+import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { pinned, startServer, stopServer } from './process.js';
-
-const root = fileURLToPath(new URL('../../', import.meta.url));
-const results = join(root, 'bench', 'results');
+import { machineLine, pinned } from './lib/machine.js';
+import { startServer, stopServer } from './lib/process.js';
+import { kRoot as root, mdTable, writeResults } from './lib/report.js';
 const kTop = 12;
 
 interface CpuProfile {
@@ -97,8 +95,7 @@ async function profileHttp(era: 'legacy' | 'modern'): Promise<{ file: string; rp
 function table(title: string, note: string, profile: { frames: Frame[]; totalMs: number }): string[] {
   return [
     `## ${title}`, '', note, '',
-    '| frame | self % | inclusive % |', '|---|---:|---:|',
-    ...profile.frames.map((f) => `| \`${f.name}\` | ${f.selfPct.toFixed(1)} | ${f.totalPct.toFixed(1)} |`),
+    ...mdTable(['frame', 'self %', 'inclusive %'], 'lrr', profile.frames.map((f) => [`\`${f.name}\``, f.selfPct.toFixed(1), f.totalPct.toFixed(1)])),
     '', `(${profile.totalMs.toFixed(0)} ms of samples)`, '',
   ];
 }
@@ -106,7 +103,7 @@ function table(title: string, note: string, profile: { frames: Frame[]; totalMs:
 async function main(): Promise<void> {
   const lines = [
     '# CPU profiles of the paths behind the SPEC §7 targets', '',
-    `- Date: ${new Date().toISOString()}; ${cpus()[0]?.model ?? '?'} × ${cpus().length}, node ${process.version}`,
+    `- Date: ${new Date().toISOString()}; ${machineLine()}`,
     '- Command: `npm run bench:profile` (`node --cpu-prof`, 100 µs sampling for the registry phases, 1 ms for the HTTP worker)', '',
   ];
   for (const [phase, title] of [['lookups', 'Table lookups (target ≥ 50 M/s)'], ['insert-delete', 'Table insert+delete (target ≥ 15 M pairs/s)'], ['latency', 'Cancel → observed, polling (target ≤ 1 µs p50)']] as const) {
@@ -120,8 +117,7 @@ async function main(): Promise<void> {
     const { file, rps } = await profileHttp(era);
     lines.push(...table(`tools/call echo, ${era === 'modern' ? '2026-07-28' : '2025-11-25'}: the HTTP worker thread`, `wrk -t1 -c32 -d10s against bench/servers/sluice-echo.mjs under \`--cpu-prof\`: ${rps.toFixed(0)} req/s while profiled.`, topFrames(file)));
   }
-  mkdirSync(results, { recursive: true });
-  writeFileSync(join(results, 'profiles.md'), `${lines.join('\n')}\n`);
+  writeResults([['profiles.md', `${lines.join('\n')}\n`]]);
   process.stdout.write(`${lines.join('\n')}\n`);
 }
 

@@ -6,50 +6,31 @@
  * working size (the first quarter of the run, at most 30 s), stays flat and ends near that level; writes
  * bench/results/soak-latest.{md,json}. Every loop is bounded in time; only 127.0.0.1 is targeted.
  */
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { Agent, request } from 'node:http';
+import { Agent } from 'node:http';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { startServer, stopServer } from './process.js';
+import { metricValue, metricsText, send as request } from './lib/http-client.js';
+import type { Reply } from './lib/http-client.js';
+import { rssMb } from './lib/machine.js';
+import { startServer, stopServer } from './lib/process.js';
+import { kRoot, toJson, writeResults } from './lib/report.js';
+import { slope as leastSquaresSlope } from './lib/stats.js';
 
-const root = fileURLToPath(new URL('../../', import.meta.url));
 const minutesArg = process.argv.indexOf('--minutes');
 const minutes = minutesArg === -1 ? 10 : Number(process.argv[minutesArg + 1]);
 const concurrency = 32;
 
-interface Reply { status: number; body: string; headers: Record<string, string | string[] | undefined> }
-
-function send(port: number, body: string | undefined, headers: Record<string, string>, agent: Agent | false, signal?: AbortSignal, method = 'POST'): Promise<Reply> {
-  return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path: '/mcp', method, agent, signal, headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString(), headers: res.headers }));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
-}
-
-function rssMb(pid: number): number {
-  const m = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m === null ? NaN : Number(m[1]) / 1024;
+/** A POST to /mcp (a JSON body, both content types accepted). */
+function send(port: number, body: string | undefined, headers: Record<string, string>, agent: Agent | false, signal?: AbortSignal): Promise<Reply> {
+  const call = { path: '/mcp', method: 'POST', body, headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers } };
+  return request(port, call, agent, signal === undefined ? {} : { signal });
 }
 
 async function metric(port: number, name: string): Promise<number> {
-  const text = await new Promise<string>((resolve, reject) => {
-    request({ host: '127.0.0.1', port, path: '/metrics', agent: false }, (res) => {
-      let t = '';
-      res.on('data', (c: Buffer) => { t += c.toString(); });
-      res.on('end', () => resolve(t));
-    }).on('error', reject).end();
-  });
-  return Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+  return metricValue(await metricsText(port), name) ?? NaN;
 }
 
 async function main(): Promise<void> {
-  const server = await startServer([join(root, 'bench', 'servers', 'sluice-soak.mjs')]);
+  const server = await startServer([join(kRoot, 'bench', 'servers', 'sluice-soak.mjs')]);
   const { port } = server;
   const { pid } = server;
   const counts = { echo: 0, cancelled: 0, disconnected: 0, errors: 0, wrong: 0 };
@@ -112,9 +93,7 @@ async function main(): Promise<void> {
   const endRss = rssMb(pid);
   // RSS slope after the warm-up (MB per minute, least squares).
   const after = rss.filter(([m]) => m * 60_000 >= warmupMs + 2000);
-  const mx = after.reduce((a, p) => a + p[0], 0) / Math.max(1, after.length);
-  const my = after.reduce((a, p) => a + p[1], 0) / Math.max(1, after.length);
-  const slope = after.reduce((a, p) => a + (p[0] - mx) * (p[1] - my), 0) / Math.max(1e-9, after.reduce((a, p) => a + (p[0] - mx) ** 2, 0));
+  const slope = leastSquaresSlope(after);
   const rows = await metric(port, 'sluice_cancellation_rows');
   const killed = await metric(port, 'sluice_requests_killed_total');
   const total = await metric(port, 'sluice_requests_total');
@@ -125,9 +104,6 @@ async function main(): Promise<void> {
     rssSamples: rss.map(([m, v]) => [Number(m.toFixed(2)), Number(v.toFixed(1))]),
     ok: inFlight === 0 && counts.wrong === 0 && Math.abs(slope) < 5 && endRss <= warmRss + 25,
   };
-  const results = join(root, 'bench', 'results');
-  mkdirSync(results, { recursive: true });
-  writeFileSync(join(results, 'soak-latest.json'), `${JSON.stringify(report, null, 2)}\n`);
   const md = [
     `# Soak (${minutes} min, ${concurrency} loops, 2 HTTP workers)`, '',
     `- Date: ${report.date}; command: \`npm run bench:soak -- --minutes ${minutes}\``,
@@ -136,7 +112,7 @@ async function main(): Promise<void> {
     `- RSS: ${baselineRss.toFixed(1)} MB at start, ${warmRss.toFixed(1)} MB after the warm-up (${(warmupMs / 1000).toFixed(0)} s), ${endRss.toFixed(1)} MB at the end; slope after the warm-up ${slope.toFixed(2)} MB/min`,
     `- Verdict: ${report.ok ? 'in-flight rows back to zero; RSS flat after the warm-up and back at its working level' : 'FAILED (see the JSON)'}`,
   ];
-  writeFileSync(join(results, 'soak-latest.md'), `${md.join('\n')}\n`);
+  writeResults([['soak-latest.json', toJson(report)], ['soak-latest.md', `${md.join('\n')}\n`]]);
   process.stdout.write(`${md.join('\n')}\n`);
   if (!report.ok) process.exit(1);
 }

@@ -1,5 +1,5 @@
 /**
- * Worker side of the cross-thread cancel latency benchmark in bench/registry.ts.
+ * Worker side of the cross-thread cancel latency phase, bench/registry/cancel-latency.ts.
  *
  * The main thread tracks a request, posts its `ref` here, waits for `ready`, records the time and
  * cancels. This thread adopts the ref and observes the cancellation either by spinning on
@@ -8,8 +8,8 @@
  * CLOCK_MONOTONIC in every thread of the process, so the two stamps subtract exactly.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { attachRegistry } from '../src/index.js';
-import type { HandleRef, RegistryDescriptor } from '../src/index.js';
+import { attachRegistry } from '../../src/index.js';
+import type { HandleRef, RegistryDescriptor } from '../../src/index.js';
 
 export interface WorkerInit {
   readonly descriptor: RegistryDescriptor;
@@ -29,7 +29,7 @@ export type FromWorker =
 const kSpinLimitMs = 5_000;
 
 const port = parentPort;
-if (port === null) throw new Error('registry-worker.js must run in a worker thread');
+if (port === null) throw new Error('cancel-latency-worker.js must run in a worker thread');
 const init = workerData as WorkerInit;
 const reg = attachRegistry(init.descriptor);
 

@@ -1,5 +1,5 @@
 /**
- * Worker side of S5 "two contending threads" in bench/registry.ts.
+ * Worker side of S5 "two contending threads", bench/registry/contention.ts.
  *
  * The main thread creates one ShmTable, fills it, and starts two of these workers. Each attaches
  * the same table through its descriptor, joins the roster, and prepares its keys (words, length,
@@ -9,13 +9,13 @@
  * `process.hrtime.bigint()` (one CLOCK_MONOTONIC for every thread, so the main thread can also
  * compute the wall span from the first start to the last end).
  *
- * The kernels are the same loops as `tableLookups` and `tableInsertDelete` in bench/registry.ts.
+ * The kernels are the loops the single-thread phases time (kernels.ts).
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { Roster, ShmTable } from '../native-free-shm/index.js';
-import { prepareKeys } from './table-keys.js';
-import type { PreparedKeys } from './table-keys.js';
-import type { RosterDescriptor, RosterMember, TableDescriptor } from '../native-free-shm/index.js';
+import { Roster, ShmTable } from '../../native-free-shm/index.js';
+import type { RosterDescriptor, TableDescriptor } from '../../native-free-shm/index.js';
+import { findAll, insertDeleteAll } from './kernels.js';
+import { prepareKeys } from './keys.js';
 
 export type ContentionKernel = 'lookups' | 'insert-delete' | 'hot-insert-delete';
 
@@ -57,34 +57,6 @@ export type FromContention =
 /** How long a thread waits at the start barrier before giving up (the other thread died). */
 const kBarrierLimitMs = 10_000;
 
-
-/** Same loop as `tableLookups` in registry.ts. Returns the hits. */
-function lookups(t: ShmTable, keys: PreparedKeys, order: Uint32Array, total: number): number {
-  const { words, lengths, hashes } = keys;
-  const mask = order.length - 1;
-  let hits = 0;
-  for (let i = 0; i < total; i++) {
-    const k = order[i & mask];
-    if (t.find(words[k], lengths[k], hashes[k]) >= 0) hits++;
-  }
-  return hits;
-}
-
-/** Same loop as `tableInsertDelete` in registry.ts. */
-function insertDelete(t: ShmTable, member: RosterMember, keys: PreparedKeys, total: number): void {
-  const { words, lengths, hashes } = keys;
-  const mask = words.length - 1;
-  const w = t.i32;
-  for (let i = 0; i < total; i++) {
-    const k = i & mask;
-    const slot = t.claim(words[k], lengths[k], hashes[k], member);
-    if (slot < 0) throw new Error('table full during insert+delete');
-    w[t.valueIndex(slot)] = i;
-    const ctl = t.publish(slot, member);
-    if (t.remove(slot, ctl) === 0) throw new Error(`remove failed during insert+delete (slot ${slot}, ctl ${ctl})`);
-  }
-}
-
 /** Spins before parking at the barrier: long enough for a partner already on its way (tens of µs). */
 const kBarrierSpins = 1 << 14;
 
@@ -114,7 +86,7 @@ function barrier(word: Int32Array, target: number): void {
 }
 
 const port = parentPort;
-if (port === null) throw new Error('registry-contention-worker.js must run in a worker thread');
+if (port === null) throw new Error('contention-worker.js must run in a worker thread');
 const init = workerData as ContentionInit;
 
 function send(message: FromContention): void {
@@ -141,9 +113,9 @@ try {
       barrier(init.barrier, target);
       let hits = 0;
       const startNs = process.hrtime.bigint();
-      if (kernel === 'lookups') hits = lookups(table, live, order, count);
-      else if (kernel === 'insert-delete') insertDelete(table, member, pairs, count);
-      else insertDelete(table, member, hot, count);
+      if (kernel === 'lookups') hits = findAll(table, live, order, count);
+      else if (kernel === 'insert-delete') insertDeleteAll(table, member, pairs, count);
+      else insertDeleteAll(table, member, hot, count);
       const endNs = process.hrtime.bigint();
       send({ type: 'done', kernel, ops: count, hits, startNs, endNs });
     } catch (error) {
