@@ -41,8 +41,8 @@ describe('logLevel', () => {
       return lines;
     };
     if (Number(process.versions.node.split('.')[0]) >= 22) return; // Node 22 shares the port: no warning to filter
-    expect((await run(undefined)).some(([level, m]) => level === 'warn' && m.includes('1 HTTP worker'))).toBe(true);
-    expect((await run('error')).some(([, m]) => m.includes('1 HTTP worker'))).toBe(false);
+    expect((await run(undefined)).some(([level, m]) => level === 'warn' && m.includes('1 HTTP thread'))).toBe(true);
+    expect((await run('error')).some(([, m]) => m.includes('1 HTTP thread'))).toBe(false);
   });
 });
 
