@@ -140,7 +140,9 @@ export class HttpEndpoint {
     const principal = this.#clients.authenticates ? await this.#clients.principal(ex) : undefined;
     if (ex.aborted) return;
     if (principal === kRefused) return this.#fail(ex, null, kUnauthorized);
-    const message = await this.#read(ex);
+    const body = await ex.readBody(this.#o.maxBodyBytes);
+    if (body === undefined || body === 'too_large') return;
+    const message = this.#message(ex, body);
     if (message === undefined) return;
     const edge = new HttpEdge(ex, this.#clients, this.#sessions, principal);
     const info = requestInfo(message, edge);
@@ -171,10 +173,8 @@ export class HttpEndpoint {
     if (running !== undefined && !reply.hasStarted) reply.started(running);
   }
 
-  /** The body as one classified JSON-RPC message; undefined when the exchange was already answered. */
-  async #read(ex: Exchange): Promise<Classified | undefined> {
-    const body = await ex.readBody(this.#o.maxBodyBytes);
-    if (body === undefined || body === 'too_large') return undefined;
+  /** The body as one classified JSON-RPC message; undefined when it was refused (answered here). */
+  #message(ex: Exchange, body: Uint8Array): Classified | undefined {
     const parsed = parseJson(body);
     if (!parsed.ok) return this.#fail(ex, null, kParseError);
     if (Array.isArray(parsed.value)) return this.#fail(ex, null, kBatch);
