@@ -3,9 +3,9 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createServer } from '../supervisor/server.js';
-import { serveStdioServer } from '../supervisor/stdio-server.js';
-import { kLogLevels } from '../supervisor/options.js';
-import type { LogLevel, ServerOptions } from '../supervisor/options.js';
+import { serveStdioServer } from '../server/stdio-server.js';
+import { kLogLevels } from '../server/options.js';
+import type { LogLevel, ServerOptions } from '../server/options.js';
 import { toolsModuleLabel, toolsModuleUrl } from '../catalog/catalog.js';
 import type { CatalogNames } from '../catalog/catalog.js';
 

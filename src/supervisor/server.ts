@@ -1,24 +1,28 @@
-import { randomBytes } from 'node:crypto';
+/**
+ * The supervisor: the main thread of an HTTP server. It owns the shared tables, picks the adapter,
+ * starts (and restarts) the HTTP workers, relays what they tell each other, runs the janitor and
+ * the session sweep, and shuts everything down.
+ */
 import { channel } from 'node:diagnostics_channel';
 import { Worker } from 'node:worker_threads';
 import { SluiceError } from '../errors.js';
-import { createRegistry } from '../registry/index.js';
 import type { Registry } from '../registry/index.js';
-import { SessionStore } from '../sessions/store.js';
-import { ServerCounters } from '../telemetry/counters.js';
-import { catalogNames, collectCatalog, toolsModuleUrl } from '../catalog/catalog.js';
+import type { SessionStore } from '../sessions/store.js';
+import type { ServerCounters } from '../telemetry/counters.js';
+import { catalogNames } from '../catalog/catalog.js';
 import type { Catalog, CatalogNames } from '../catalog/catalog.js';
 import type { ListKind } from '../tools/context.js';
-import type { FromHttpWorker, HttpWorkerData } from './http-worker.js';
-import { filterLog, resolveOptions } from './options.js';
-import type { LogSink, ResolvedOptions, ServerOptions } from './options.js';
-import { chooseAdapter, startRuntime } from './runtime.js';
-import { threadEntry } from './entry.js';
+import type { AdapterKind } from '../transport/http/adapter.js';
+import { createSharedTables, serverLog, startJanitor, toolsSource } from '../server/assembly.js';
+import type { SharedState } from '../server/assembly.js';
+import { startRuntime } from '../server/http-runtime.js';
+import type { Runtime } from '../server/http-runtime.js';
+import { resolveOptions } from '../server/options.js';
+import type { LogSink, ResolvedOptions, ServerOptions } from '../server/options.js';
+import { threadEntry } from '../thread-entry.js';
+import type { FromHttpWorker, HttpWorkerData, ToHttpWorker } from '../worker/messages.js';
+import { chooseAdapter } from './adapter-choice.js';
 import { checkPortFree, freePort } from './port.js';
-import type { Runtime, SharedState } from './runtime.js';
-
-/** Threads the shared tables make room for (HTTP workers, pool threads, restarts in flight). */
-const kMaxThreads = 1024;
 
 export interface ServerAddress {
   readonly host: string;
@@ -59,21 +63,9 @@ export interface ServerHooks {
 /** Creates (but does not start) a server. Options are checked here, synchronously. */
 export function createServer(options: ServerOptions, hooks: ServerHooks = {}): Server {
   const resolved = resolveOptions(options);
-  const log = filterLog(resolved.logLevel, hooks.log ?? ((_level, message) => { process.stderr.write(`${message}\n`); }));
-  let catalog: Catalog | undefined;
-  let toolsModule: string | undefined;
-  if (typeof options.tools === 'string' || options.tools instanceof URL) {
-    toolsModule = toolsModuleUrl(options.tools);
-  } else if (Array.isArray(options.tools)) {
-    catalog = collectCatalog(options.tools);
-    const count = catalog.tools.length + catalog.resources.length + catalog.templates.length + catalog.prompts.length;
-    if (count !== options.tools.length) throw new SluiceError('invalid_option', 'tools must all come from defineTool, defineResource, defineResourceTemplate or definePrompt');
-    const pooled = catalog.tools.find((t) => t.pool === true);
-    if (pooled !== undefined) throw new SluiceError('invalid_option', `tool ${pooled.name} runs in the pool: give the tools as a module so pool threads can load it`);
-  } else {
-    throw new SluiceError('invalid_option', 'tools must be an array of tools or a module path/URL');
-  }
-  return new SluiceServer(resolved, catalog, toolsModule, options, log);
+  const log = serverLog(resolved.logLevel, hooks.log);
+  const source = toolsSource(options.tools);
+  return new SluiceServer(resolved, source.catalog, source.module, options, log);
 }
 
 class SluiceServer implements Server {
@@ -104,10 +96,11 @@ class SluiceServer implements Server {
     this.#toolsModule = toolsModule;
     this.#raw = raw;
     this.#log = log;
-    this.registry = createRegistry({ maxThreads: kMaxThreads, ...raw.registry });
-    this.#counters = ServerCounters.create(kMaxThreads);
-    this.#sessions = options.sessions ? SessionStore.create(options.maxSessions, kMaxThreads) : undefined;
-    this.#shared = { registry: this.registry.descriptor, counters: this.#counters.descriptor, sessions: this.#sessions?.descriptor, stateKey: randomBytes(32) };
+    const tables = createSharedTables(raw.registry, options.sessions ? options.maxSessions : undefined);
+    this.registry = tables.registry;
+    this.#counters = tables.counters;
+    this.#sessions = tables.sessions;
+    this.#shared = tables.shared;
   }
 
   get workerThreadIds(): readonly number[] {
@@ -126,7 +119,7 @@ class SluiceServer implements Server {
 
   /** Tells every HTTP worker (but the one it came from) that a list changed. */
   #broadcastListChanged(kind: ListKind, except?: Worker): void {
-    for (const worker of this.#workers.keys()) if (worker !== except) worker.postMessage({ type: 'listChanged', kind });
+    for (const worker of this.#workers.keys()) if (worker !== except) post(worker, { type: 'listChanged', kind });
   }
 
   async listen(): Promise<ServerAddress> {
@@ -136,7 +129,7 @@ class SluiceServer implements Server {
     const adapter = choice.adapter;
     this.adapter = adapter;
     this.adapterDetail = choice.detail;
-    if (options.janitor !== false) this.#stopJanitor = this.registry.startJanitor(options.janitor);
+    this.#stopJanitor = startJanitor(this.registry, options);
     if (this.#sessions !== undefined) {
       const sessions = this.#sessions;
       this.#sweep = setInterval(() => sessions.sweep(options.sessionIdleMs), Math.min(60_000, options.sessionIdleMs));
@@ -175,7 +168,7 @@ class SluiceServer implements Server {
   }
 
   /** Starts one HTTP worker on `port`; resolves with the port it listens on. */
-  #spawn(adapter: 'uws' | 'node', port: number): Promise<number> {
+  #spawn(adapter: AdapterKind, port: number): Promise<number> {
     const data: HttpWorkerData = { shared: this.#shared, options: this.#options, toolsModule: this.#toolsModule!, adapter, port };
     const worker = new Worker(threadEntry('http-worker'), { workerData: data });
     const threadId = worker.threadId;
@@ -251,7 +244,7 @@ class SluiceServer implements Server {
       case 'response':
         // A client answered a request of another worker's tool: hand it over (as text).
         if (typeof message.response !== 'string') break;
-        for (const [other, id] of this.#workers) if (id === message.target) other.postMessage({ type: 'response', response: message.response, scope: message.scope });
+        for (const [other, id] of this.#workers) if (id === message.target) post(other, { type: 'response', response: message.response, scope: message.scope });
         break;
     }
   }
@@ -271,7 +264,12 @@ class SluiceServer implements Server {
       // otherwise); terminate only one that does not finish in time.
       const timer = setTimeout(() => { void worker.terminate(); }, grace + 2_000);
       worker.once('exit', () => { clearTimeout(timer); done(); });
-      worker.postMessage({ type: 'close', graceMs: grace });
+      post(worker, { type: 'close', graceMs: grace });
     })));
   }
+}
+
+/** The one way a message reaches a worker: typed. */
+function post(worker: Worker, message: ToHttpWorker): void {
+  worker.postMessage(message);
 }

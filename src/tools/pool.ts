@@ -2,7 +2,7 @@ import { MessageChannel } from 'node:worker_threads';
 import type { Worker } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import type { Registry, RegistryDescriptor, TrackHandle } from '../registry/index.js';
-import { threadEntry } from '../supervisor/entry.js';
+import { threadEntry } from '../thread-entry.js';
 import type { ProgressSink } from './context.js';
 import type { CallToolResult } from './define.js';
 

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { createServer } from '../../src/index.js';
 import { SluiceError } from '../../src/errors.js';
-import { filterLog, kLogLevels, resolveOptions } from '../../src/supervisor/options.js';
-import type { LogLevel } from '../../src/supervisor/options.js';
+import { filterLog, kLogLevels, resolveOptions } from '../../src/server/options.js';
+import type { LogLevel } from '../../src/server/options.js';
 import { kToolsModule } from '../helpers/server.js';
 
 describe('logLevel', () => {

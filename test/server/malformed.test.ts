@@ -1,12 +1,13 @@
-// Hostile and malformed requests against one real server (uWS, 2 HTTP workers). Each row states the
-// exact HTTP status and, where there is a body, the JSON-RPC error code and id. After the table the
-// server must still serve a normal tools/call, and nothing may have been answered with a 500.
+// Hostile and malformed requests against one real server (2 HTTP workers) per adapter: uWS (skipped,
+// with the reason, where it cannot load) and node:http. Each row states the exact HTTP status and,
+// where there is a body, the JSON-RPC error code and id. After the table the server must still serve
+// a normal tools/call, and nothing may have been answered with a 500.
 import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initialize, kAccept, modernMeta, startServer } from '../helpers/server.js';
 import type { TestServer } from '../helpers/server.js';
-import { itUws } from '../helpers/adapters.js';
+import { adapters, itUws } from '../helpers/adapters.js';
 
 const kMaxBody = 64 * 1024;
 const kModern = '2026-07-28';
@@ -55,15 +56,6 @@ let url: string;
 let session: string;
 const outcomes: { name: string; status: number }[] = [];
 
-beforeAll(async () => {
-  ts = await startServer({ maxBodyBytes: kMaxBody });
-  url = ts.address.url;
-  session = await initialize(url);
-});
-
-afterAll(async () => {
-  await ts?.close();
-});
 
 // ---------------------------------------------------------------------------------------------
 // Request builders
@@ -472,7 +464,18 @@ const framing: { name: string; request: string }[] = [
   { name: '200 header lines', request: `${kHead}${Array.from({ length: 200 }, (_, i) => `x-h${i}: v\r\n`).join('')}content-length: ${kPing.length}\r\n\r\n${kPing}` },
 ];
 
-describe('malformed and hostile requests (one server)', () => {
+describe.each(adapters('malformed and hostile requests'))('malformed and hostile requests (one server, %s)', (http) => {
+  beforeAll(async () => {
+    outcomes.length = 0;
+    ts = await startServer({ http, maxBodyBytes: kMaxBody });
+    url = ts.address.url;
+    session = await initialize(url);
+  });
+
+  afterAll(async () => {
+    await ts?.close();
+  });
+
   it.each(crafted)('$name → $status', async (c) => {
     const sent = await send(c);
     outcomes.push({ name: c.name, status: sent === 'closed' ? 0 : sent.status });

@@ -22,16 +22,10 @@ export interface SlowReaderPolicy {
   readonly counters: ServerCounters;
 }
 
-/** What the endpoint knows of a request that its reply needs. */
-export interface HttpReplyInit {
-  readonly canStream: boolean;
-  /** Headers every response to this exchange carries beyond its own (worker id, CORS). */
-  readonly extra: Headers;
-  /** A session this request's initialize created (announced in the reply; removed if refused). */
-  readonly session: string | undefined;
+/** What every reply of one endpoint shares (made once). */
+export interface ReplyShared {
   readonly store: SessionStore | undefined;
-  /** The client a per-client limit counts, and what to call when the request is released. */
-  readonly client: string;
+  /** Called with the reply's client when its request is released (per-client limits). */
   readonly release: (client: string) => void;
   readonly policy: SlowReaderPolicy;
 }
@@ -47,10 +41,18 @@ export interface HttpReplyInit {
  */
 export class HttpReply implements Reply {
   readonly canStream: boolean;
-  running: Running | undefined;
-  cancelOnGone = false;
   readonly #ex: Exchange;
-  readonly #init: HttpReplyInit;
+  readonly #shared: ReplyShared;
+  /** Headers every response to this exchange carries beyond its own (worker id, CORS). */
+  readonly #extra: Headers;
+  /** A session this request's initialize opened (announced in the reply; removed if refused). */
+  readonly #session: string | undefined;
+  /** The client a per-client limit counts. */
+  readonly #client: string;
+  /** Whether the client going away cancels the request (modern era, or cancelOnDisconnect). */
+  readonly #cancelOnGone: boolean;
+  /** The engine's handle, once the request runs asynchronously (`started`). */
+  #running: Running | undefined;
   #streaming = false;
   /** No more writes: the response went out (or is waiting for room), or the client is gone. */
   #done = false;
@@ -65,15 +67,36 @@ export class HttpReply implements Reply {
   /** Bytes of this exchange last added to the buffered-bytes gauge. */
   #reported = 0;
 
-  constructor(ex: Exchange, init: HttpReplyInit) {
+  constructor(ex: Exchange, shared: ReplyShared, canStream: boolean, extra: Headers, session: string | undefined, client: string, cancelOnGone: boolean) {
     this.#ex = ex;
-    this.#init = init;
-    this.canStream = init.canStream;
+    this.#shared = shared;
+    this.canStream = canStream;
+    this.#extra = extra;
+    this.#session = session;
+    this.#client = client;
+    this.#cancelOnGone = cancelOnGone;
+  }
+
+  /**
+   * The engine's request went asynchronous (called once, before handleRequest returns): from now on
+   * the client going away is watched, and cancels it when this reply was made to.
+   */
+  started(running: Running): void {
+    if (this.#running !== undefined) return;
+    this.#running = running;
+    this.#ex.onAbort(() => this.gone());
+    if (this.#ex.aborted) this.gone();
+  }
+
+  /** Whether `started` was called (the endpoint's fallback until the engine calls it: TODO(core-merge)). */
+  get hasStarted(): boolean {
+    return this.#running !== undefined;
   }
 
   #headers(base: Headers): Headers {
     // The common reply (no extra headers, no new session) reuses the constant list as is.
-    const { extra, session } = this.#init;
+    const extra = this.#extra;
+    const session = this.#session;
     if (extra.length === 0 && session === undefined) return base;
     const headers = [...base, ...extra];
     if (session !== undefined) headers.push(['mcp-session-id', session]);
@@ -127,25 +150,26 @@ export class HttpReply implements Reply {
 
   holdProgress(params: Record<string, unknown>): void {
     if (this.#done) return;
-    if (this.#pendingProgress !== undefined) this.#init.policy.counters.add(Counter.ProgressCoalesced);
+    if (this.#pendingProgress !== undefined) this.#shared.policy.counters.add(Counter.ProgressCoalesced);
     this.#pendingProgress = params;
   }
 
   dropLog(): void {
-    this.#init.policy.counters.add(Counter.LogsDropped);
+    this.#shared.policy.counters.add(Counter.LogsDropped);
   }
 
   busy(id: JsonRpcId): void {
     // A refused request allocates nothing: the session its initialize created goes, unannounced.
-    const { session, store, extra } = this.#init;
-    if (session !== undefined) store?.remove(session);
+    const session = this.#session;
+    const extra = this.#extra;
+    if (session !== undefined) this.#shared.store?.remove(session);
     if (this.#done || this.#ex.aborted) return;
     this.#done = true;
     this.#ex.respond(503, extra.length === 0 ? kBusy : [...kBusy, ...extra], errorBody(id, ErrorCode.InternalError, 'Server busy: too many requests in flight'));
   }
 
   released(): void {
-    this.#init.release(this.#init.client);
+    this.#shared.release(this.#client);
   }
 
   /** The client went away (or a streamed write failed, or it read too slowly). */
@@ -156,7 +180,7 @@ export class HttpReply implements Reply {
     this.#unreport();
     if (this.#done) return;
     this.#done = true;
-    if (this.cancelOnGone) this.running?.clientGone('client disconnected');
+    if (this.#cancelOnGone) this.#running?.clientGone('client disconnected');
   }
 
   #write(chunk: string): void {
@@ -167,14 +191,14 @@ export class HttpReply implements Reply {
     const buffered = this.#ex.bufferedBytes;
     if (buffered === 0 && this.#reported === 0) return;
     this.#report();
-    if (buffered > this.#init.policy.maxBufferedBytes) {
+    if (buffered > this.#shared.policy.maxBufferedBytes) {
       this.#congested = true;
       this.#ex.onDrain(() => this.#drained());
     }
   }
 
   #hold(json: string, kind: NotifyKind): void {
-    const { counters } = this.#init.policy;
+    const { counters } = this.#shared.policy;
     if (kind === 'progress') {
       if (this.#pendingProgress !== undefined) counters.add(Counter.ProgressCoalesced);
       this.#pendingProgress = json;
@@ -205,7 +229,7 @@ export class HttpReply implements Reply {
       return;
     }
     this.#report();
-    if (this.#ex.bufferedBytes > this.#init.policy.maxBufferedBytes) {
+    if (this.#ex.bufferedBytes > this.#shared.policy.maxBufferedBytes) {
       this.#congested = true;
       this.#ex.onDrain(() => this.#drained());
     }
@@ -223,10 +247,10 @@ export class HttpReply implements Reply {
     if (this.#timer !== undefined) return;
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
-      this.#init.policy.counters.add(Counter.SlowReadersClosed);
+      this.#shared.policy.counters.add(Counter.SlowReadersClosed);
       this.#ex.destroy();
       this.gone();
-    }, this.#init.policy.timeoutMs);
+    }, this.#shared.policy.timeoutMs);
     this.#timer.unref();
   }
 
@@ -245,13 +269,13 @@ export class HttpReply implements Reply {
   #report(): void {
     const now = this.#ex.aborted ? 0 : this.#ex.bufferedBytes;
     if (now === this.#reported) return;
-    this.#init.policy.counters.add(Counter.StreamBufferedBytes, now - this.#reported);
+    this.#shared.policy.counters.add(Counter.StreamBufferedBytes, now - this.#reported);
     this.#reported = now;
   }
 
   #unreport(): void {
     if (this.#reported === 0) return;
-    this.#init.policy.counters.add(Counter.StreamBufferedBytes, -this.#reported);
+    this.#shared.policy.counters.add(Counter.StreamBufferedBytes, -this.#reported);
     this.#reported = 0;
   }
 }

@@ -1,10 +1,10 @@
 import { isUtf8 } from 'node:buffer';
 import type { Readable, Writable } from 'node:stream';
-import { Engine } from '../../protocol/engine.js';
-import type { Era, Reply, RequestInfo } from '../../protocol/engine.js';
+import type { Engine, Reply } from '../../protocol/engine.js';
+import { notificationRefusal, requestInfo } from '../../protocol/eras/request-info.js';
+import type { Classified, EdgeFacts, LegacySession } from '../../protocol/eras/request-info.js';
 import { classify } from '../../protocol/message.js';
-import { checkModernVersion, eraOf, metaOf, modernLogLevel } from '../../protocol/era.js';
-import { ErrorCode, errorBody, kDefaultLegacyVersion, kMetaProtocolVersion, kModernVersion } from '../../protocol/wire.js';
+import { ErrorCode, ProtocolError, errorBody } from '../../protocol/wire.js';
 import type { JsonRpcId } from '../../protocol/wire.js';
 
 export interface StdioOptions {
@@ -18,6 +18,33 @@ export interface StdioOptions {
 const kScope = 'session:stdio';
 
 /**
+ * The edge facts of a stdio connection: no headers, one client, and one session for the whole
+ * connection (what initialize declared, what logging/setLevel set). One object per connection.
+ */
+class StdioEdge implements EdgeFacts, LegacySession {
+  readonly hasHeaders = false;
+  readonly headerVersion = undefined;
+  /** notifications/cancelled is the cancel in both eras here: modern requests share the scope. */
+  readonly isolateModern = false;
+  readonly sessionScope = kScope;
+  logLevel = 0; // the whole connection is one session: logging/setLevel applies to it
+  clientCapabilities: Record<string, unknown> | undefined;
+  readonly setLogLevel = (level: number): void => { this.logLevel = level; };
+
+  clientScope(): string {
+    return kScope;
+  }
+
+  legacySession(message: Classified): LegacySession {
+    if (message.kind === 'request' && message.method === 'initialize') {
+      const caps = message.params?.capabilities;
+      this.clientCapabilities = caps !== null && typeof caps === 'object' && !Array.isArray(caps) ? (caps as Record<string, unknown>) : {};
+    }
+    return this;
+  }
+}
+
+/**
  * Newline-delimited JSON-RPC over a pair of streams. `notifications/cancelled` is the cancel in
  * both eras. Resolves when the input ends and every request has finished.
  */
@@ -28,9 +55,7 @@ export function serveStdio(engine: Engine, options: StdioOptions): Promise<void>
   let discarding = false;
   let active = 0;
   let ended = false;
-  let sessionLogLevel = 0; // the whole connection is one session: logging/setLevel applies to it
-  let clientCapabilities: Record<string, unknown> | undefined;
-  const setLogLevel = (level: number) => { sessionLogLevel = level; };
+  const edge = new StdioEdge();
   let finish: () => void = () => {};
   const done = new Promise<void>((resolve) => { finish = resolve; });
   const write = (line: string) => { output.write(`${line}\n`); };
@@ -60,32 +85,22 @@ export function serveStdio(engine: Engine, options: StdioOptions): Promise<void>
       write(errorBody(message.id, message.code, message.message));
       return;
     }
-    if (message.kind === 'response') {
-      engine.handleResponse(message, kScope);
+    const info = requestInfo(message, edge);
+    if (info instanceof ProtocolError) {
+      // A notification is never answered on stdio, not even with an error: it is logged instead.
+      if (message.kind === 'request') write(errorBody(message.id, info.rpcCode, info.message, info.data));
+      else engine.config.log('warn', `sluice: ${message.kind === 'response' ? 'a response' : message.method} refused: ${info.message}`);
       return;
     }
-    if (message.kind === 'request' && message.method === 'initialize') {
-      const caps = message.params?.capabilities;
-      clientCapabilities = caps !== null && typeof caps === 'object' && !Array.isArray(caps) ? (caps as Record<string, unknown>) : {};
+    if (message.kind === 'response') {
+      engine.handleResponse(message, info.scope);
+      return;
     }
-    const meta = metaOf(message.params);
-    // The same era rules as HTTP (which has a header too; stdio has only the body).
-    const era: Era = eraOf(meta, undefined);
-    if (era === 'modern' && message.kind === 'request') {
-      const problem = checkModernVersion(meta?.[kMetaProtocolVersion]);
-      if (problem !== undefined) {
-        write(errorBody(message.id, problem.rpcCode, problem.message, problem.data));
-        return;
-      }
-    }
-    const info: RequestInfo = {
-      era, version: era === 'modern' ? kModernVersion : kDefaultLegacyVersion, scope: kScope,
-      logLevel: era === 'modern' ? modernLogLevel(meta) : sessionLogLevel, setLogLevel, clientCapabilities,
-    };
     if (message.kind === 'notification') {
-      const outcome = engine.handleNotification(message.method, message.params, info);
+      // TODO(core-merge): drop notificationRefusal once handleNotification returns ProtocolError | undefined.
+      const refused = notificationRefusal(engine.handleNotification(message.method, message.params, info));
       // A notification is never answered on stdio, not even with an error: it is logged instead.
-      if (!outcome.ok) engine.config.log('warn', `sluice: ${message.method} refused: ${outcome.body}`);
+      if (refused !== undefined) engine.config.log('warn', `sluice: ${message.method} refused: ${errorBody(null, refused.rpcCode, refused.message, refused.data)}`);
       return;
     }
     active++;

@@ -1,19 +1,22 @@
-import { randomBytes } from 'node:crypto';
+/**
+ * The stdio server: the one thread serves newline-delimited JSON-RPC over a pair of streams, with
+ * the same assembly as an HTTP thread (assembly.ts) and a graceful shutdown on `signal`.
+ */
 import { PassThrough } from 'node:stream';
 import type { Readable, Writable } from 'node:stream';
-import { SluiceError } from '../errors.js';
-import { Engine } from '../protocol/engine.js';
-import { createRegistry } from '../registry/index.js';
-import { ServerCounters } from '../telemetry/counters.js';
-import { catalogNames, collectCatalog, importToolsModule, toolsModuleUrl } from '../catalog/catalog.js';
-import type { Catalog, CatalogNames } from '../catalog/catalog.js';
-import { ToolPool } from '../tools/pool.js';
+import type { CatalogNames } from '../catalog/catalog.js';
+import { catalogNames } from '../catalog/catalog.js';
 import { serveStdio } from '../transport/stdio/stdio.js';
-import { filterLog, resolveOptions } from './options.js';
+import { createEngine, createSharedTables, loadCatalog, serverLog, startJanitor, toolsSource } from './assembly.js';
+import { resolveOptions } from './options.js';
 import type { LogSink, ServerOptions } from './options.js';
 import { kCancelSettleMs, kShutdownReason, settled } from './shutdown.js';
 
-export interface StdioServerOptions extends ServerOptions {
+/** The options stdio uses (no host, port, workers, sessions, HTTP limits: none applies to it). */
+export type StdioServerBaseOptions = Pick<ServerOptions,
+  'tools' | 'registry' | 'janitor' | 'maxBodyBytes' | 'streamCancelTimeoutMs' | 'shutdownGraceMs' | 'poolThreads' | 'logLevel' | 'serverInfo' | 'instructions'>;
+
+export interface StdioServerOptions extends StdioServerBaseOptions {
   /** Default process.stdin. */
   input?: Readable;
   /** Default process.stdout. */
@@ -34,29 +37,13 @@ export interface StdioServerOptions extends ServerOptions {
 /** Serves the tools over stdio (newline-delimited JSON-RPC) until the input ends or `signal` aborts. */
 export async function serveStdioServer(options: StdioServerOptions): Promise<void> {
   const resolved = resolveOptions(options);
-  const log = filterLog(resolved.logLevel, options.log ?? ((_level, message) => { process.stderr.write(`${message}\n`); }));
-  let catalog: Catalog;
-  let toolsModule: string | undefined;
-  if (typeof options.tools === 'string' || options.tools instanceof URL) {
-    toolsModule = toolsModuleUrl(options.tools);
-    catalog = (await importToolsModule(toolsModule)).catalog;
-  } else if (Array.isArray(options.tools)) {
-    catalog = collectCatalog(options.tools);
-  } else {
-    throw new SluiceError('invalid_option', 'tools must be an array of tools or a module path/URL');
-  }
+  const log = serverLog(resolved.logLevel, options.log);
+  const source = toolsSource(options.tools);
+  const catalog = await loadCatalog(source);
   options.onServing?.(catalogNames(catalog));
-  const registry = createRegistry({ maxThreads: 64, ...options.registry });
-  const descriptor = registry.descriptor;
-  const counters = ServerCounters.create(64);
-  const pool = toolsModule !== undefined && catalog.tools.some((t) => t.pool === true)
-    ? new ToolPool({ toolsModule, registry, registryDescriptor: descriptor, threads: resolved.poolThreads })
-    : undefined;
-  const stopJanitor = resolved.janitor === false ? undefined : registry.startJanitor(resolved.janitor);
-  const engine = new Engine({
-    registry, counters, catalog, serverInfo: resolved.serverInfo, instructions: resolved.instructions, pool,
-    streamCancelTimeoutMs: resolved.streamCancelTimeoutMs, log, stateKey: randomBytes(32),
-  });
+  const { registry, shared } = createSharedTables(options.registry, undefined);
+  const { engine, pool } = createEngine({ shared, options: resolved, catalog, toolsModule: source.module, log });
+  const stopJanitor = startJanitor(registry, resolved);
   const input = options.input ?? process.stdin;
   const signal = options.signal;
   // With a signal, the transport reads through a gate that the signal closes: the transport sees

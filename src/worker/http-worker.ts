@@ -1,43 +1,16 @@
+/**
+ * The code of an HTTP worker thread (workers/http-worker.ts calls `runHttpWorker`): load the tools,
+ * start one HTTP thread's stack, speak the typed messages of messages.ts with the supervisor.
+ */
 import { subscribe } from 'node:diagnostics_channel';
 import { cancellationCleanupChannel, requestCancelledChannel, requestKilledChannel, requestStopChannel } from '../telemetry/channels.js';
 import { parentPort, workerData } from 'node:worker_threads';
 import { catalogNames, importToolsModule } from '../catalog/catalog.js';
-import type { CatalogNames } from '../catalog/catalog.js';
 import { SluiceError } from '../errors.js';
-import type { SluiceErrorCode } from '../errors.js';
 import type { Authenticate } from '../transport/http/endpoint.js';
-import type { ListKind } from '../tools/context.js';
-import { filterLog } from './options.js';
-import type { LogLevel, ResolvedOptions } from './options.js';
-import { startRuntime } from './runtime.js';
-import type { SharedState } from './runtime.js';
-
-/** What the supervisor passes an HTTP worker. */
-export interface HttpWorkerData {
-  readonly shared: SharedState;
-  readonly options: ResolvedOptions;
-  readonly toolsModule: string;
-  readonly adapter: 'uws' | 'node';
-  readonly port: number;
-}
-
-/** Messages from an HTTP worker to the supervisor. */
-export type FromHttpWorker =
-  /** `served`: what this worker's catalog offers (the CLI's start-up line). */
-  | { type: 'listening'; port: number; served: CatalogNames }
-  /** `code`: the SluiceError code when there is one (tools_module_failed: the tools module did not load). */
-  | { type: 'failed'; message: string; code?: SluiceErrorCode | undefined }
-  | { type: 'event'; channel: string; message: unknown }
-  | { type: 'log'; level: LogLevel; message: string }
-  | { type: 'closed' }
-  | { type: 'response'; target: number; response: string; scope: string }
-  | { type: 'listChanged'; kind: ListKind }
-  /**
-   * A pool thread of this worker started (`alive`) or exited. Pool threads die with their HTTP
-   * worker without reporting it, so the supervisor releases the registry entries of those still
-   * alive when the worker exits.
-   */
-  | { type: 'poolThread'; threadId: number; alive: boolean };
+import { startRuntime } from '../server/http-runtime.js';
+import { filterLog } from '../server/options.js';
+import type { FromHttpWorker, HttpWorkerData, ToHttpWorker } from './messages.js';
 
 /** Longest wait for the pool to close on the crash path. */
 const kCrashPoolCloseMs = 2_000;
@@ -97,20 +70,20 @@ export async function runHttpWorker(): Promise<void> {
       const pause = (ms: number) => new Promise((r) => { setTimeout(r, ms); });
       void Promise.all([Promise.race([runtime.closePool(), pause(kCrashPoolCloseMs)]), pause(20)]).finally(() => exit(70));
     });
-    port.on('message', (message: { type: string; graceMs?: number; response?: unknown; scope?: unknown; kind?: ListKind }) => {
-      if (message.type === 'response' && typeof message.response === 'string' && typeof message.scope === 'string') {
-        runtime.engine.handleRelayedResponse(message.response, message.scope);
-        return;
+    port.on('message', (message: ToHttpWorker) => {
+      switch (message.type) {
+        case 'response':
+          runtime.engine.handleRelayedResponse(message.response, message.scope);
+          return;
+        case 'listChanged':
+          runtime.engine.listChanged(message.kind, true);
+          return;
+        case 'close':
+          void runtime.close(message.graceMs).then(() => {
+            send({ type: 'closed' });
+            port.close();
+          });
       }
-      if (message.type === 'listChanged' && message.kind !== undefined) {
-        runtime.engine.listChanged(message.kind, true);
-        return;
-      }
-      if (message.type !== 'close') return;
-      void runtime.close(message.graceMs ?? 0).then(() => {
-        send({ type: 'closed' });
-        port.close();
-      });
     });
     send({ type: 'listening', port: runtime.listening.port, served: catalogNames(catalog) });
   } catch (error) {

@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { SluiceError } from '../errors.js';
+import { boolean, integer, oneOf } from '../validate.js';
 import type { RegistryOptions } from '../registry/index.js';
 import type { Tool } from '../tools/define.js';
 import type { Authenticate } from '../transport/http/endpoint.js';
@@ -155,59 +156,87 @@ export interface ResolvedOptions {
   instructions: string | undefined;
 }
 
-function integer(name: string, value: unknown, fallback: number, min: number, max: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    throw new SluiceError('invalid_option', `${name} must be an integer from ${min} to ${max}, got ${String(value)}`);
-  }
-  return value;
+/**
+ * The defaults and bounds of every integer option, in one table: `[default, min, max]`.
+ * (`workers` defaults to the machine's parallelism, filled in by `resolveOptions`.)
+ */
+export const kIntegerOptions = {
+  port: [3000, 0, 65535],
+  workers: [0, 1, 256],
+  sessionIdleMs: [30 * 60_000, 1, 2 ** 31 - 1],
+  maxSessions: [10_000, 1, 10_000_000],
+  maxSessionsPerClient: [1000, 1, 10_000_000],
+  maxInFlightPerClient: [1024, 1, 10_000_000],
+  maxStreamBufferBytes: [1024 * 1024, 1024, 1 << 30],
+  slowReaderTimeoutMs: [10_000, 1, 2 ** 31 - 1],
+  maxBodyBytes: [4 * 1024 * 1024, 1, 1 << 30],
+  bodyTimeoutMs: [30_000, 1, 2 ** 31 - 1],
+  streamCancelTimeoutMs: [5_000, 0, 2 ** 31 - 1],
+  shutdownGraceMs: [5_000, 0, 2 ** 31 - 1],
+  /** Pool threads per HTTP worker (also what bounds the stdio server's threads). */
+  poolThreads: [1, 1, 64],
+  'janitor.intervalMs': [60_000, 1, 2 ** 31 - 1],
+  'janitor.ttlMs': [300_000, 0, Number.MAX_SAFE_INTEGER],
+} as const satisfies Record<string, readonly [number, number, number]>;
+
+/** The default of every boolean option. */
+export const kBooleanOptions = {
+  sessions: true,
+  trustProxy: false,
+  metrics: false,
+  cancelOnDisconnect: false,
+  exposeWorker: false,
+  forwardRequestStop: false,
+} as const satisfies Record<string, boolean>;
+
+const kHttpKinds: readonly ('auto' | 'uws' | 'node')[] = ['auto', 'uws', 'node'];
+
+function int(name: keyof typeof kIntegerOptions, value: unknown, fallback: number = kIntegerOptions[name][0]): number {
+  const [, min, max] = kIntegerOptions[name];
+  return integer(name, value, fallback, min, max);
 }
 
-function bool(name: string, value: unknown, fallback: boolean): boolean {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'boolean') throw new SluiceError('invalid_option', `${name} must be a boolean, got ${String(value)}`);
-  return value;
+function bool(name: keyof typeof kBooleanOptions, value: unknown): boolean {
+  return boolean(name, value, kBooleanOptions[name]);
 }
 
 export function resolveOptions(options: ServerOptions): ResolvedOptions {
   if (options === null || typeof options !== 'object') throw new SluiceError('invalid_option', 'options must be an object');
-  const http = options.http ?? 'auto';
-  if (http !== 'auto' && http !== 'uws' && http !== 'node') throw new SluiceError('invalid_option', `http must be 'auto', 'uws' or 'node', got ${String(http)}`);
+  const http = oneOf('http', options.http, 'auto', kHttpKinds);
   const janitor = options.janitor === false ? false : {
-    intervalMs: integer('janitor.intervalMs', options.janitor?.intervalMs, 60_000, 1, 2 ** 31 - 1),
-    ttlMs: integer('janitor.ttlMs', options.janitor?.ttlMs, 300_000, 0, Number.MAX_SAFE_INTEGER),
+    intervalMs: int('janitor.intervalMs', options.janitor?.intervalMs),
+    ttlMs: int('janitor.ttlMs', options.janitor?.ttlMs),
   };
-  const logLevel = options.logLevel === undefined ? 'warn' : options.logLevel;
-  if (!kLogLevels.includes(logLevel)) throw new SluiceError('invalid_option', `logLevel must be one of ${kLogLevels.map((l) => `'${l}'`).join(', ')}, got ${String(logLevel)}`);
+  const logLevel = oneOf('logLevel', options.logLevel, 'warn', kLogLevels);
   const path = options.path ?? '/mcp';
   if (typeof path !== 'string' || !path.startsWith('/')) throw new SluiceError('invalid_option', `path must start with '/', got ${String(path)}`);
   return {
     host: typeof options.host === 'string' ? options.host : '127.0.0.1',
-    port: integer('port', options.port, 3000, 0, 65535),
-    workers: integer('workers', options.workers, availableParallelism(), 1, 256),
+    port: int('port', options.port),
+    workers: int('workers', options.workers, availableParallelism()),
     http,
     path,
-    sessions: bool('sessions', options.sessions, true),
-    sessionIdleMs: integer('sessionIdleMs', options.sessionIdleMs, 30 * 60_000, 1, 2 ** 31 - 1),
-    maxSessions: integer('maxSessions', options.maxSessions, 10_000, 1, 10_000_000),
-    trustProxy: bool('trustProxy', options.trustProxy, false),
+    sessions: bool('sessions', options.sessions),
+    sessionIdleMs: int('sessionIdleMs', options.sessionIdleMs),
+    maxSessions: int('maxSessions', options.maxSessions),
+    trustProxy: bool('trustProxy', options.trustProxy),
     allowedOrigins: Array.isArray(options.allowedOrigins) ? options.allowedOrigins.map(String) : [],
     allowedHosts: Array.isArray(options.allowedHosts) ? options.allowedHosts.map((h) => String(h).toLowerCase()) : [],
-    maxSessionsPerClient: integer('maxSessionsPerClient', options.maxSessionsPerClient, 1000, 1, 10_000_000),
-    maxInFlightPerClient: integer('maxInFlightPerClient', options.maxInFlightPerClient, 1024, 1, 10_000_000),
+    maxSessionsPerClient: int('maxSessionsPerClient', options.maxSessionsPerClient),
+    maxInFlightPerClient: int('maxInFlightPerClient', options.maxInFlightPerClient),
     cors: resolveCors(options.cors),
-    maxStreamBufferBytes: integer('maxStreamBufferBytes', options.maxStreamBufferBytes, 1024 * 1024, 1024, 1 << 30),
-    slowReaderTimeoutMs: integer('slowReaderTimeoutMs', options.slowReaderTimeoutMs, 10_000, 1, 2 ** 31 - 1),
-    maxBodyBytes: integer('maxBodyBytes', options.maxBodyBytes, 4 * 1024 * 1024, 1, 1 << 30),
-    bodyTimeoutMs: integer('bodyTimeoutMs', options.bodyTimeoutMs, 30_000, 1, 2 ** 31 - 1),
-    streamCancelTimeoutMs: integer('streamCancelTimeoutMs', options.streamCancelTimeoutMs, 5_000, 0, 2 ** 31 - 1),
-    metrics: bool('metrics', options.metrics, false),
+    maxStreamBufferBytes: int('maxStreamBufferBytes', options.maxStreamBufferBytes),
+    slowReaderTimeoutMs: int('slowReaderTimeoutMs', options.slowReaderTimeoutMs),
+    maxBodyBytes: int('maxBodyBytes', options.maxBodyBytes),
+    bodyTimeoutMs: int('bodyTimeoutMs', options.bodyTimeoutMs),
+    streamCancelTimeoutMs: int('streamCancelTimeoutMs', options.streamCancelTimeoutMs),
+    metrics: bool('metrics', options.metrics),
     janitor,
-    shutdownGraceMs: integer('shutdownGraceMs', options.shutdownGraceMs, 5_000, 0, 2 ** 31 - 1),
-    poolThreads: integer('poolThreads', options.poolThreads, 1, 1, 64),
-    cancelOnDisconnect: bool('cancelOnDisconnect', options.cancelOnDisconnect, false),
-    exposeWorker: bool('exposeWorker', options.exposeWorker, false),
-    forwardRequestStop: bool('forwardRequestStop', options.forwardRequestStop, false),
+    shutdownGraceMs: int('shutdownGraceMs', options.shutdownGraceMs),
+    poolThreads: int('poolThreads', options.poolThreads),
+    cancelOnDisconnect: bool('cancelOnDisconnect', options.cancelOnDisconnect),
+    exposeWorker: bool('exposeWorker', options.exposeWorker),
+    forwardRequestStop: bool('forwardRequestStop', options.forwardRequestStop),
     logLevel,
     serverInfo: options.serverInfo ?? { name: 'sluice', version: '0.1.0' },
     instructions: options.instructions,

@@ -1,0 +1,107 @@
+/**
+ * Who is asking, decided once for every transport: the era of a message, the 2026-07-28 version
+ * rules, the log level, and the `RequestInfo` the engine gets, built from what the transport alone
+ * knows (its edge facts: headers, the client's scope, legacy session state). HTTP and stdio call
+ * `requestInfo` and only convert its answer; neither re-decides a protocol rule.
+ */
+import type { RequestInfo } from '../engine.js';
+import type { Incoming } from '../message.js';
+import { checkModernVersion, eraOf, metaOf, modernLogLevel } from '../era.js';
+import { ErrorCode, ProtocolError, kDefaultLegacyVersion, kLegacyVersions, kMetaProtocolVersion, kModernVersion } from '../wire.js';
+
+/** A message that classified as something (not `invalid`). */
+export type Classified = Exclude<Incoming, { kind: 'invalid' }>;
+
+/** A legacy message's session state, as the transport keeps it. */
+export interface LegacySession {
+  /** The session's registry scope (`session:<id>`); undefined: the client's own scope applies. */
+  readonly sessionScope: string | undefined;
+  /** Least severe log level the session asked for (index into kLogLevels); 0 until it asks. */
+  readonly logLevel: number;
+  /** Where logging/setLevel keeps the session's level. */
+  readonly setLogLevel: ((level: number) => void) | undefined;
+  /** The capabilities the client declared at initialize. */
+  readonly clientCapabilities: Record<string, unknown> | undefined;
+}
+
+/** What the transport knows of a message beyond the message itself. */
+export interface EdgeFacts {
+  /** The transport carries MCP headers (HTTP): the MCP-Protocol-Version rules apply to `headerVersion`. */
+  readonly hasHeaders: boolean;
+  /** The MCP-Protocol-Version header, if any. */
+  readonly headerVersion: string | undefined;
+  /**
+   * Modern requests get scopes of their own (`modern:` + the client's), out of reach of any
+   * notifications/cancelled: over HTTP a modern request ends only when its own stream closes.
+   */
+  readonly isolateModern: boolean;
+  /** The client's scope when no session applies: principal or address (HTTP), the connection (stdio). */
+  clientScope(): string;
+  /**
+   * Legacy era only: the message's session (found, or opened by initialize), or the refusal
+   * (required and missing, unknown, too many). Never called for a modern message.
+   */
+  legacySession(message: Classified): LegacySession | ProtocolError;
+}
+
+const kNoResponses = Object.freeze(new ProtocolError(ErrorCode.InvalidRequest, 'Clients must not send responses', undefined, 400));
+const kVersionRequired = Object.freeze(new ProtocolError(ErrorCode.HeaderMismatch, 'MCP-Protocol-Version header is required', undefined, 400));
+const kVersionMismatch = Object.freeze(new ProtocolError(ErrorCode.HeaderMismatch, 'MCP-Protocol-Version header does not match _meta', undefined, 400));
+
+/**
+ * The RequestInfo of one message, or the ProtocolError (with its HTTP status) to refuse it with.
+ * The era: body first (`_meta` protocol version), then the header (see `eraOf`).
+ *
+ * Modern: a response is refused (2026-07-28 servers send clients no requests); a notification
+ * passes unchecked; a request must ask for 2026-07-28 in `_meta` and, where there are headers,
+ * carry a matching MCP-Protocol-Version. Legacy: a header must name a legacy revision; then the
+ * transport's session decides scope, log level and capabilities.
+ */
+export function requestInfo(message: Classified, edge: EdgeFacts): RequestInfo | ProtocolError {
+  const params = message.kind === 'response' ? undefined : message.params;
+  const meta = metaOf(params);
+  const headerVersion = edge.headerVersion;
+  if (eraOf(meta, headerVersion) === 'modern') {
+    if (message.kind === 'response') return kNoResponses;
+    if (message.kind === 'request') {
+      const metaVersion = meta?.[kMetaProtocolVersion];
+      if (edge.hasHeaders) {
+        if (headerVersion === undefined) return kVersionRequired;
+        if (typeof metaVersion === 'string' && headerVersion !== metaVersion) return kVersionMismatch;
+      }
+      const problem = checkModernVersion(metaVersion);
+      if (problem !== undefined) return problem;
+    }
+    const scope = edge.isolateModern ? `modern:${edge.clientScope()}` : edge.clientScope();
+    return { era: 'modern', version: kModernVersion, scope, logLevel: modernLogLevel(meta) };
+  }
+  if (headerVersion !== undefined && !(kLegacyVersions as readonly string[]).includes(headerVersion)) {
+    return new ProtocolError(ErrorCode.InvalidRequest, `Bad Request: unsupported MCP-Protocol-Version ${headerVersion}`, undefined, 400);
+  }
+  const session = edge.legacySession(message);
+  if (session instanceof ProtocolError) return session;
+  return {
+    era: 'legacy',
+    version: headerVersion ?? kDefaultLegacyVersion,
+    scope: session.sessionScope ?? edge.clientScope(),
+    logLevel: session.logLevel,
+    setLogLevel: session.setLogLevel,
+    clientCapabilities: session.clientCapabilities,
+  };
+}
+
+/** What `Engine.handleNotification` returned before it returned a ProtocolError (or undefined). */
+type NotificationOutcome = { readonly ok: true } | { readonly ok: false; readonly body: string; readonly httpStatus: number };
+
+/**
+ * TODO(core-merge): once the engine's handleNotification returns `ProtocolError | undefined`
+ * (the parallel protocol-core change), this is the identity: delete it and its two call sites'
+ * wrapping (transport/http/endpoint.ts, transport/stdio/stdio.ts). Until then it turns the old
+ * `{ ok, body, httpStatus }` outcome back into the error the body serialises (error path only).
+ */
+export function notificationRefusal(outcome: ProtocolError | undefined | NotificationOutcome): ProtocolError | undefined {
+  if (outcome === undefined || outcome instanceof ProtocolError) return outcome;
+  if (outcome.ok) return undefined;
+  const { error } = JSON.parse(outcome.body) as { error: { code: number; message: string; data?: unknown } };
+  return new ProtocolError(error.code, error.message, error.data, outcome.httpStatus);
+}

@@ -1,0 +1,97 @@
+/**
+ * One HTTP serving thread's whole stack (an HTTP worker's, or the supervisor's own when the tools
+ * are served in-process): the engine from the assembly, the endpoint, the adapter.
+ */
+import type { Registry } from '../registry/index.js';
+import type { Engine } from '../protocol/engine.js';
+import { SessionStore } from '../sessions/store.js';
+import { HttpEndpoint, kLoopbackHosts } from '../transport/http/endpoint.js';
+import type { AdapterOptions, AdapterKind, Listening } from '../transport/http/adapter.js';
+import type { Authenticate } from '../transport/http/endpoint.js';
+import { listenNode } from '../transport/http/node/adapter.js';
+import { listenUws } from '../transport/http/uws/adapter.js';
+import { createEngine } from './assembly.js';
+import type { EngineInput } from './assembly.js';
+import { kCancelSettleMs, kShutdownReason, settled } from './shutdown.js';
+
+export interface Runtime {
+  readonly listening: Listening;
+  readonly engine: Engine;
+  readonly registry: Registry;
+  /**
+   * Graceful stop: no new connections; running requests get `graceMs` to finish, then every one
+   * still running is cancelled through the registry (reason kShutdownReason) and gets a bounded
+   * moment to notice before the remaining connections are cut; then the pool closes.
+   */
+  close(graceMs: number): Promise<void>;
+  /** Closes the pool only (the crash path, after `listening.abort()`). */
+  closePool(): Promise<void>;
+}
+
+export interface RuntimeInput extends EngineInput {
+  readonly authenticate: Authenticate | undefined;
+  /** The port to listen on (the supervisor pins every worker to the first one's port). */
+  readonly port: number;
+}
+
+/** One HTTP serving thread's whole stack: registry attachment, engine, endpoint, adapter, pool. */
+export async function startRuntime(input: RuntimeInput, adapter: AdapterKind): Promise<Runtime> {
+  const { options, shared } = input;
+  const { engine, registry, pool } = createEngine(input);
+  const sessions = shared.sessions === undefined ? undefined : new SessionStore(shared.sessions);
+  const endpoint = new HttpEndpoint(engine, {
+    path: options.path,
+    allowedOrigins: options.allowedOrigins,
+    sessions,
+    sessionIdleMs: options.sessionIdleMs,
+    maxSessionsPerClient: options.maxSessionsPerClient,
+    maxInFlightPerClient: options.maxInFlightPerClient,
+    maxStreamBufferBytes: options.maxStreamBufferBytes,
+    slowReaderTimeoutMs: options.slowReaderTimeoutMs,
+    cors: options.cors,
+    authenticate: input.authenticate,
+    trustProxy: options.trustProxy,
+    maxBodyBytes: options.maxBodyBytes,
+    metrics: options.metrics,
+    cancelOnDisconnect: options.cancelOnDisconnect,
+    exposeWorker: options.exposeWorker,
+    allowedHostNames: loopbackHost(options.host) ? new Set([...kLoopbackHosts, ...options.allowedHosts]) : options.allowedHosts.length > 0 ? new Set(options.allowedHosts) : undefined,
+  });
+  const adapterOptions: AdapterOptions = {
+    host: options.host,
+    port: input.port,
+    maxBodyBytes: options.maxBodyBytes,
+    bodyTimeoutMs: options.bodyTimeoutMs,
+    // An authenticate hook may read any header (x-api-key…); without one only the fixed list is copied.
+    allHeaders: input.authenticate !== undefined,
+    handler: (ex) => endpoint.handle(ex),
+  };
+  const listening = adapter === 'uws' ? await listenUws(adapterOptions) : await listenNode(adapterOptions);
+  return {
+    listening,
+    engine,
+    registry,
+    close: async (graceMs) => {
+      engine.closeListeners(); // listen streams end with their completion result, not a cut
+      let cancelledAt = 0;
+      const cancel = setTimeout(() => {
+        cancelledAt = Date.now();
+        engine.cancelAll(kShutdownReason);
+      }, graceMs);
+      try {
+        // Cancelled requests end their exchanges themselves (SSE ends, 202), so this resolves early.
+        await listening.close(graceMs + kCancelSettleMs);
+      } finally {
+        clearTimeout(cancel);
+      }
+      if (cancelledAt > 0) await settled(engine, cancelledAt + kCancelSettleMs);
+      await pool?.close();
+    },
+    closePool: async () => { await pool?.close(); },
+  };
+}
+
+/** Whether the server is bound to loopback only (then only loopback Host names are served). */
+function loopbackHost(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host === '[::1]' || /^127\./.test(host);
+}

@@ -1,0 +1,46 @@
+/**
+ * What the supervisor and an HTTP worker tell each other, typed both ways. Plain data only
+ * (structured clone): errors travel as code and message.
+ */
+import type { CatalogNames } from '../catalog/catalog.js';
+import type { SluiceErrorCode } from '../errors.js';
+import type { ListKind } from '../tools/context.js';
+import type { AdapterKind } from '../transport/http/adapter.js';
+import type { SharedState } from '../server/assembly.js';
+import type { LogLevel, ResolvedOptions } from '../server/options.js';
+
+/** What the supervisor passes an HTTP worker (workerData). */
+export interface HttpWorkerData {
+  readonly shared: SharedState;
+  readonly options: ResolvedOptions;
+  readonly toolsModule: string;
+  readonly adapter: AdapterKind;
+  readonly port: number;
+}
+
+/** Messages from the supervisor to an HTTP worker. */
+export type ToHttpWorker =
+  /** Graceful stop: `graceMs` for running requests, then cancel; the worker answers `closed`. */
+  | { readonly type: 'close'; readonly graceMs: number }
+  /** A client's answer to a request this worker's tool sent (it arrived at another worker). */
+  | { readonly type: 'response'; readonly response: string; readonly scope: string }
+  /** A list changed (on another thread, or through Server.notifyListChanged). */
+  | { readonly type: 'listChanged'; readonly kind: ListKind };
+
+/** Messages from an HTTP worker to the supervisor. */
+export type FromHttpWorker =
+  /** `served`: what this worker's catalog offers (the CLI's start-up line). */
+  | { readonly type: 'listening'; readonly port: number; readonly served: CatalogNames }
+  /** `code`: the SluiceError code when there is one (tools_module_failed: the tools module did not load). */
+  | { readonly type: 'failed'; readonly message: string; readonly code?: SluiceErrorCode | undefined }
+  | { readonly type: 'event'; readonly channel: string; readonly message: unknown }
+  | { readonly type: 'log'; readonly level: LogLevel; readonly message: string }
+  | { readonly type: 'closed' }
+  | { readonly type: 'response'; readonly target: number; readonly response: string; readonly scope: string }
+  | { readonly type: 'listChanged'; readonly kind: ListKind }
+  /**
+   * A pool thread of this worker started (`alive`) or exited. Pool threads die with their HTTP
+   * worker without reporting it, so the supervisor releases the registry entries of those still
+   * alive when the worker exits.
+   */
+  | { readonly type: 'poolThread'; readonly threadId: number; readonly alive: boolean };
