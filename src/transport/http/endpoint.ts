@@ -1,6 +1,6 @@
 import { threadId } from 'node:worker_threads';
 import { Engine } from '../../protocol/engine.js';
-import type { Era, Reply, RequestInfo, Running } from '../../protocol/engine.js';
+import type { Era, RequestInfo } from '../../protocol/engine.js';
 import { classify, parseJson } from '../../protocol/message.js';
 import { checkModernVersion, eraOf, metaOf, modernLogLevel } from '../../protocol/era.js';
 import {
@@ -326,9 +326,9 @@ export class HttpEndpoint {
       return;
     }
     if (message.kind === 'notification') {
-      const outcome = this.#engine.handleNotification(message.method, message.params, info);
-      if (outcome.ok) ex.respond(202, this.#extra(ex), '');
-      else ex.respond(outcome.httpStatus, [...kJson, ...this.#extra(ex)], outcome.body);
+      const refusal = this.#engine.handleNotification(message.method, message.params, info);
+      if (refusal === undefined) ex.respond(202, this.#extra(ex), '');
+      else ex.respond(refusal.httpStatus, [...kJson, ...this.#extra(ex)], errorBody(null, refusal.rpcCode, refusal.message, refusal.data));
       return;
     }
     // Per-client bound on this worker's running requests: one client cannot take the whole table.
@@ -341,11 +341,10 @@ export class HttpEndpoint {
     this.#inFlight.set(client, running + 1);
     const reply = new HttpReply(ex, {
       canStream: streams, extra: this.#extra(ex), session: sessionHeader, store: this.#o.sessions, client, release: this.#releaseClient, policy: this.#slowReaders,
+      cancelOnGone: era === 'modern' || this.#o.cancelOnDisconnect,
     });
     const handle = this.#engine.handleRequest(message.id, message.method, message.params, info, reply);
     if (handle !== undefined) {
-      reply.running = handle;
-      reply.cancelOnGone = era === 'modern' || this.#o.cancelOnDisconnect;
       ex.onAbort(() => reply.gone());
       if (ex.aborted) reply.gone();
     }

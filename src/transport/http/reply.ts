@@ -34,6 +34,8 @@ export interface HttpReplyInit {
   readonly client: string;
   readonly release: (client: string) => void;
   readonly policy: SlowReaderPolicy;
+  /** Whether the client going away cancels the request (modern era, or the legacy opt-in). */
+  readonly cancelOnGone: boolean;
 }
 
 /**
@@ -47,8 +49,7 @@ export interface HttpReplyInit {
  */
 export class HttpReply implements Reply {
   readonly canStream: boolean;
-  running: Running | undefined;
-  cancelOnGone = false;
+  #running: Running | undefined;
   readonly #ex: Exchange;
   readonly #init: HttpReplyInit;
   #streaming = false;
@@ -121,6 +122,10 @@ export class HttpReply implements Reply {
     this.#watchFinal();
   }
 
+  started(running: Running): void {
+    this.#running = running;
+  }
+
   get congested(): boolean {
     return this.#congested;
   }
@@ -156,7 +161,7 @@ export class HttpReply implements Reply {
     this.#unreport();
     if (this.#done) return;
     this.#done = true;
-    if (this.cancelOnGone) this.running?.clientGone('client disconnected');
+    if (this.#init.cancelOnGone) this.#running?.clientGone('client disconnected');
   }
 
   #write(chunk: string): void {

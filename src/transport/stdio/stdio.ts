@@ -83,9 +83,9 @@ export function serveStdio(engine: Engine, options: StdioOptions): Promise<void>
       logLevel: era === 'modern' ? modernLogLevel(meta) : sessionLogLevel, setLogLevel, clientCapabilities,
     };
     if (message.kind === 'notification') {
-      const outcome = engine.handleNotification(message.method, message.params, info);
+      const refusal = engine.handleNotification(message.method, message.params, info);
       // A notification is never answered on stdio, not even with an error: it is logged instead.
-      if (!outcome.ok) engine.config.log('warn', `sluice: ${message.method} refused: ${outcome.body}`);
+      if (refusal !== undefined) engine.config.log('warn', `sluice: ${message.method} refused: ${errorBody(null, refusal.rpcCode, refusal.message, refusal.data)}`);
       return;
     }
     active++;
