@@ -110,7 +110,7 @@ export class Run implements Running {
       if (this.#handle.cancelled) {
         reply.cancelled();
       } else if (error instanceof ProtocolError) {
-        reply.respond(errorBody(this.id, error.rpcCode, error.message, error.data), error.httpStatus);
+        reply.respond(protocolErrorBody(this.id, error), error.httpStatus);
       } else {
         // A handler's own failure is a JSON-RPC error for the client (HTTP 200, as any response);
         // the log gets its stack, at a bounded rate so clients cannot flood it.
@@ -290,5 +290,14 @@ export class Run implements Running {
     if (requestStopChannel.hasSubscribers) {
       requestStopChannel.publish({ method: this.method, durationMs: performance.now() - this.#started, status });
     }
+  }
+}
+
+/** A ProtocolError's response; its `data` is left out when it cannot be JSON (as from a pool thread). */
+function protocolErrorBody(id: JsonRpcId, error: ProtocolError): string {
+  try {
+    return errorBody(id, error.rpcCode, error.message, error.data);
+  } catch {
+    return errorBody(id, error.rpcCode, error.message);
   }
 }
