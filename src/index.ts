@@ -18,7 +18,7 @@ export type { StandardSchemaV1 } from './tools/standard-schema.js';
 export { ToolContext } from './tools/context.js';
 export type { JsonSchema } from './tools/schema.js';
 export type { Authenticate, AuthRequest, Principal } from './transport/http/endpoint.js';
-export { ErrorCode } from './protocol/wire.js';
+export { ErrorCode, ProtocolError } from './protocol/wire.js';
 export { serveStdioServer } from './server/stdio-server.js';
 export type { StdioServerOptions } from './server/stdio-server.js';
 export { defineResource, defineResourceTemplate } from './catalog/resources.js';

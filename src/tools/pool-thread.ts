@@ -6,7 +6,9 @@ import { ToolContext } from './context.js';
 import { importToolsModule } from '../catalog/catalog.js';
 import { Refusal, checkArguments, errorText, toToolResult, toolFailure } from './define.js';
 import type { CallToolResult, Tool } from './define.js';
-import type { PoolTask, PoolThreadData, PoolThreadMessage } from './pool.js';
+import type { PoolOutcome, PoolTask, PoolThreadData, PoolThreadMessage } from './pool.js';
+import { ProtocolError } from '../protocol/wire.js';
+import type { ProtocolErrorWire } from '../protocol/wire.js';
 
 let registry: Registry | undefined;
 let tools: Promise<Map<string, Tool>> | undefined;
@@ -48,7 +50,7 @@ function refuseProcessExit(): void {
 }
 
 /** Inside a pool thread: adopt the request's row and run the handler. */
-export async function runPoolTask(data: PoolThreadData, task: PoolTask): Promise<CallToolResult> {
+export async function runPoolTask(data: PoolThreadData, task: PoolTask): Promise<PoolOutcome> {
   registry ??= attachRegistry(data.registry);
   tools ??= importToolsModule(data.toolsModule).then(({ catalog }) => new Map(catalog.tools.map((t) => [t.name, t])));
   const tool = (await tools).get(task.name);
@@ -59,16 +61,32 @@ export async function runPoolTask(data: PoolThreadData, task: PoolTask): Promise
     // Checked by the HTTP worker already; again here, with this thread's copy of the tool, so the
     // handler gets the schema's parsed value (a Standard Schema may transform) made in its own thread.
     const args = await checkArguments(tool, task.args);
-    if (args instanceof Refusal) return args.result();
+    if (args instanceof Refusal) return { ok: true, result: args.result() };
     const result = await toToolResult(tool, await tool.handler(args, ctx));
     try {
-      return JSON.parse(JSON.stringify(result)) as CallToolResult; // plain data across the thread boundary
+      return { ok: true, result: JSON.parse(JSON.stringify(result)) as CallToolResult }; // plain data across the thread boundary
     } catch (error) {
-      return toolFailure(tool, `the result cannot be sent as JSON: ${errorText(error)}`); // a toJSON() that throws
+      return { ok: true, result: toolFailure(tool, `the result cannot be sent as JSON: ${errorText(error)}`) }; // a toJSON() that throws
     }
   } catch (error) {
-    return { content: [{ type: 'text', text: errorText(error) }], isError: true };
+    // A ProtocolError stays one, as it does inline: sent as plain data, rebuilt by the engine.
+    if (error instanceof ProtocolError) return { ok: false, error: plainProtocolError(error) };
+    return { ok: true, result: { content: [{ type: 'text', text: errorText(error) }], isError: true } };
   } finally {
     port?.close();
   }
+}
+
+/** A ProtocolError as JSON data (its `data` reaches the client as JSON anyway; dropped if it is not JSON). */
+function plainProtocolError(error: ProtocolError): ProtocolErrorWire {
+  const wire = error.toWire();
+  if (wire.data === undefined) return wire;
+  try {
+    const json = JSON.stringify(wire.data);
+    if (json === undefined) delete wire.data;
+    else wire.data = JSON.parse(json) as unknown;
+  } catch {
+    delete wire.data;
+  }
+  return wire;
 }

@@ -5,6 +5,16 @@ import type { Registry, RegistryDescriptor, TrackHandle } from '../registry/inde
 import { threadEntry } from '../thread-entry.js';
 import type { ProgressSink } from './context.js';
 import type { CallToolResult } from './define.js';
+import type { ProtocolErrorWire } from '../protocol/wire.js';
+
+/**
+ * What a pool task sends back, as plain data: the tool's result (a failure other than a protocol
+ * error is already `isError` content), or the ProtocolError it threw, which the engine answers as a
+ * JSON-RPC error exactly as for an inline tool (an Error subclass would arrive as a bare Error).
+ */
+export type PoolOutcome =
+  | { readonly ok: true; readonly result: CallToolResult }
+  | { readonly ok: false; readonly error: ProtocolErrorWire };
 
 /** What the pool thread gets per task (structured-cloneable). */
 export interface PoolTask {
@@ -115,7 +125,7 @@ export class ToolPool {
     if (waiting !== undefined) for (const done of waiting) done();
   }
 
-  async run(name: string, args: Record<string, unknown>, handle: TrackHandle, sink: ProgressSink | undefined, signal: AbortSignal): Promise<CallToolResult> {
+  async run(name: string, args: Record<string, unknown>, handle: TrackHandle, sink: ProgressSink | undefined, signal: AbortSignal): Promise<PoolOutcome> {
     let channel: MessageChannel | undefined;
     if (sink !== undefined) {
       channel = new MessageChannel();
@@ -123,7 +133,7 @@ export class ToolPool {
     }
     const task: PoolTask = { name, args, ref: handle.ref, progress: channel?.port2 };
     try {
-      return (await this.#piscina.run(task, { signal, transferList: channel === undefined ? [] : [channel.port2] })) as CallToolResult;
+      return (await this.#piscina.run(task, { signal, transferList: channel === undefined ? [] : [channel.port2] })) as PoolOutcome;
     } finally {
       channel?.port1.close();
     }

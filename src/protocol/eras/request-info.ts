@@ -89,19 +89,3 @@ export function requestInfo(message: Classified, edge: EdgeFacts): RequestInfo |
     clientCapabilities: session.clientCapabilities,
   };
 }
-
-/** What `Engine.handleNotification` returned before it returned a ProtocolError (or undefined). */
-type NotificationOutcome = { readonly ok: true } | { readonly ok: false; readonly body: string; readonly httpStatus: number };
-
-/**
- * TODO(core-merge): once the engine's handleNotification returns `ProtocolError | undefined`
- * (the parallel protocol-core change), this is the identity: delete it and its two call sites'
- * wrapping (transport/http/endpoint.ts, transport/stdio/stdio.ts). Until then it turns the old
- * `{ ok, body, httpStatus }` outcome back into the error the body serialises (error path only).
- */
-export function notificationRefusal(outcome: ProtocolError | undefined | NotificationOutcome): ProtocolError | undefined {
-  if (outcome === undefined || outcome instanceof ProtocolError) return outcome;
-  if (outcome.ok) return undefined;
-  const { error } = JSON.parse(outcome.body) as { error: { code: number; message: string; data?: unknown } };
-  return new ProtocolError(error.code, error.message, error.data, outcome.httpStatus);
-}

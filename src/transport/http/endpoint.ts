@@ -1,6 +1,6 @@
 import { threadId } from 'node:worker_threads';
 import type { Engine, RequestInfo } from '../../protocol/engine.js';
-import { notificationRefusal, requestInfo } from '../../protocol/eras/request-info.js';
+import { requestInfo } from '../../protocol/eras/request-info.js';
 import type { Classified } from '../../protocol/eras/request-info.js';
 import { classify, parseJson } from '../../protocol/message.js';
 import { ProtocolError, errorBody } from '../../protocol/wire.js';
@@ -167,10 +167,8 @@ export class HttpEndpoint {
     const extra = this.#headers.extra(ex);
     const cancelOnGone = info.era === 'modern' || this.#o.cancelOnDisconnect;
     const reply = new HttpReply(ex, this.#replies, canStream, extra, edge.opened, client, cancelOnGone);
-    const running = this.#engine.handleRequest(message.id, message.method, message.params, info, reply);
-    // TODO(core-merge): the engine calls reply.started(running) itself once the protocol-core
-    // change lands; until then, start the reply here (a no-op when the engine already did).
-    if (running !== undefined && !reply.hasStarted) reply.started(running);
+    // The engine calls reply.started(running) itself for a request that goes on running.
+    this.#engine.handleRequest(message.id, message.method, message.params, info, reply);
   }
 
   /** The body as one classified JSON-RPC message; undefined when it was refused (answered here). */
@@ -192,8 +190,7 @@ export class HttpEndpoint {
       this.#engine.config.counters.add(Counter.Notifications);
       return ex.respond(202, this.#headers.extra(ex), '');
     }
-    // TODO(core-merge): drop notificationRefusal once handleNotification returns ProtocolError | undefined.
-    const refused = notificationRefusal(this.#engine.handleNotification(method, params, info));
+    const refused = this.#engine.handleNotification(method, params, info);
     if (refused !== undefined) return this.#fail(ex, null, refused);
     ex.respond(202, this.#headers.extra(ex), '');
   }

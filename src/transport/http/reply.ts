@@ -88,11 +88,6 @@ export class HttpReply implements Reply {
     if (this.#ex.aborted) this.gone();
   }
 
-  /** Whether `started` was called (the endpoint's fallback until the engine calls it: TODO(core-merge)). */
-  get hasStarted(): boolean {
-    return this.#running !== undefined;
-  }
-
   #headers(base: Headers): Headers {
     // The common reply (no extra headers, no new session) reuses the constant list as is.
     const extra = this.#extra;

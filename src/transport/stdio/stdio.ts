@@ -1,7 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import type { Readable, Writable } from 'node:stream';
 import type { Engine, Reply } from '../../protocol/engine.js';
-import { notificationRefusal, requestInfo } from '../../protocol/eras/request-info.js';
+import { requestInfo } from '../../protocol/eras/request-info.js';
 import type { Classified, EdgeFacts, LegacySession } from '../../protocol/eras/request-info.js';
 import { classify } from '../../protocol/message.js';
 import { ErrorCode, ProtocolError, errorBody } from '../../protocol/wire.js';
@@ -97,8 +97,7 @@ export function serveStdio(engine: Engine, options: StdioOptions): Promise<void>
       return;
     }
     if (message.kind === 'notification') {
-      // TODO(core-merge): drop notificationRefusal once handleNotification returns ProtocolError | undefined.
-      const refused = notificationRefusal(engine.handleNotification(message.method, message.params, info));
+      const refused = engine.handleNotification(message.method, message.params, info);
       // A notification is never answered on stdio, not even with an error: it is logged instead.
       if (refused !== undefined) engine.config.log('warn', `sluice: ${message.method} refused: ${errorBody(null, refused.rpcCode, refused.message, refused.data)}`);
       return;

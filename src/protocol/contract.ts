@@ -1,0 +1,109 @@
+import type { Registry } from '../registry/index.js';
+import type { ServerCounters } from '../telemetry/counters.js';
+import type { Catalog } from '../catalog/catalog.js';
+import type { ListKind } from '../tools/context.js';
+import type { ToolPool } from '../tools/pool.js';
+import type { JsonRpcId } from './wire.js';
+
+/**
+ * The contract between the protocol core and its transports: what a transport tells the engine of a
+ * request (`RequestInfo`), what it gives the engine to answer with (`Reply`), and what it gets back
+ * (`Running`). Nothing here knows HTTP or stdio.
+ */
+
+export type Era = 'legacy' | 'modern';
+
+/** Who is asking, as the transport worked it out. */
+export interface RequestInfo {
+  readonly era: Era;
+  /** The protocol revision of this request (modern: from _meta; legacy: negotiated or assumed). */
+  readonly version: string;
+  /** Registry scope: session > principal > ip. */
+  readonly scope: string;
+  /**
+   * Least severe log level the client wants (an index into kLogLevels), or undefined for none
+   * (2026-07-28 without _meta logLevel).
+   */
+  readonly logLevel: number | undefined;
+  /** Legacy logging/setLevel: where the session keeps its level. */
+  readonly setLogLevel?: ((level: number) => void) | undefined;
+  /** Legacy: the capabilities the client declared at initialize (kept with its session). */
+  readonly clientCapabilities?: Record<string, unknown> | undefined;
+}
+
+/** A JSON-RPC response the client sent to one of our requests. */
+export interface ClientResponse {
+  readonly id: unknown;
+  readonly result: unknown;
+  readonly error: unknown;
+}
+
+/** The output side of one request, provided by the transport (HTTP exchange, stdio line writer). */
+export interface Reply {
+  /** Whether notifications can reach the client before the response (an SSE stream, stdio). */
+  readonly canStream: boolean;
+  /**
+   * A message for the client before the response: a notification related to this request, or a
+   * request to the client. `kind` tells a transport with a slow reader what it may coalesce
+   * (progress: only the newest matters) or drop (log messages); everything else must arrive.
+   */
+  notify(json: string, kind?: NotifyKind): void;
+  /**
+   * True while the transport sheds load for a slow reader (then `holdProgress` and `dropLog` are
+   * there): the engine then skips serialising what would be coalesced or dropped anyway.
+   */
+  readonly congested?: boolean;
+  /** While congested: the newest progress params (the transport serialises them when there is room). */
+  holdProgress?(params: Record<string, unknown>): void;
+  /** While congested: a log message was dropped (counted). */
+  dropLog?(): void;
+  /**
+   * The request did not finish synchronously: `running` is its handle (the same one handleRequest
+   * returns). Called exactly once, inside handleRequest, before it returns; never for a request
+   * answered (or refused) synchronously. A transport keeps it to cancel when its client goes away.
+   */
+  started?(running: Running): void;
+  /** The final JSON-RPC response. `httpStatus` for transports that have one. */
+  respond(json: string, httpStatus: number): void;
+  /** The request was cancelled: end the exchange without a JSON-RPC response. */
+  cancelled(): void;
+  /** Refused because the in-flight table is full (HTTP: 503 + Retry-After). */
+  busy(id: JsonRpcId): void;
+  /**
+   * The request was released (untracked), whatever its outcome, exactly once: after a response, a
+   * cancel or a kill, and also after `busy` (then nothing was tracked).
+   */
+  released?(): void;
+}
+
+/** What a message sent before the response is, for a transport that must shed load for a slow reader. */
+export type NotifyKind = 'progress' | 'log' | 'other';
+
+/** A request in progress, as the transport sees it. */
+export interface Running {
+  /** The client went away (modern era: that is the cancellation). Nothing more will be written. */
+  clientGone(reason: string): void;
+}
+
+export interface EngineConfig {
+  readonly registry: Registry;
+  readonly counters: ServerCounters;
+  readonly catalog: Catalog;
+  readonly serverInfo: { readonly name: string; readonly version: string };
+  readonly instructions?: string | undefined;
+  /** Runs `pool: true` tools; absent when no tool needs it. */
+  readonly pool?: ToolPool | undefined;
+  /** How long a cancelled request's tool may keep running before it is killed. */
+  readonly streamCancelTimeoutMs: number;
+  /** Where refusals worth an operator's attention go. */
+  readonly log: (level: 'debug' | 'info' | 'warn' | 'error', message: string) => void;
+  /** Key that seals 2026-07-28 requestState (the same in every thread of a server). */
+  readonly stateKey: Uint8Array;
+  /**
+   * Hands a response to the thread whose request it answers (the client may POST it to any worker).
+   * Absent: single-thread transports.
+   */
+  readonly forwardResponse?: ((threadId: number, response: string, scope: string) => void) | undefined;
+  /** Tells the other threads' engines that a list changed (HTTP workers: through the supervisor). */
+  readonly broadcastListChanged?: ((kind: ListKind) => void) | undefined;
+}

@@ -1,0 +1,89 @@
+import { threadId } from 'node:worker_threads';
+import type { ClientResponse, EngineConfig } from '../contract.js';
+import type { Run } from '../run.js';
+import { ErrorCode, ProtocolError } from '../wire.js';
+
+/** Longest response text relayed between threads (a client's answer to one of our requests). */
+const kMaxRelayedResponse = 1024 * 1024;
+
+interface Pending {
+  resolve(result: unknown): void;
+  reject(error: Error): void;
+  readonly scope: string;
+}
+
+/**
+ * Requests this thread sends clients (legacy era, on a request's stream) and the answers to them.
+ * Ids name this thread, `s<threadId>-<n>`, so an answer POSTed to another worker finds its way here.
+ */
+export class ClientRequests {
+  readonly #pending = new Map<string, Pending>();
+  readonly #forward: EngineConfig['forwardResponse'];
+  #next = 0;
+
+  constructor(forward: EngineConfig['forwardResponse']) {
+    this.#forward = forward;
+  }
+
+  /** Sends a request to the client of `run` (on its stream) and waits for the response. */
+  send(run: Run, method: string, params: Record<string, unknown>): Promise<unknown> {
+    const id = `s${threadId}-${++this.#next}`;
+    return new Promise((resolve, reject) => {
+      this.#pending.set(id, { resolve, reject, scope: run.info.scope });
+      run.awaitAnswer(id);
+      run.notify(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"method":${JSON.stringify(method)},"params":${JSON.stringify(params)}}`);
+    });
+  }
+
+  /** Drops a request that will never be answered (its run ended). */
+  abandon(id: string, error: Error): void {
+    const pending = this.#pending.get(id);
+    if (pending === undefined) return;
+    this.#pending.delete(id);
+    pending.reject(error);
+  }
+
+  /**
+   * A response the client POSTed (or wrote on stdio): settles our waiting request if it is this
+   * thread's and the sender's scope is the one we asked; forwards it if another thread asked.
+   */
+  answer(response: ClientResponse, scope: string): void {
+    const id = response.id;
+    if (typeof id !== 'string') return;
+    const m = /^s(\d+)-\d+$/.exec(id);
+    if (m === null) return;
+    const owner = Number(m[1]);
+    if (owner !== threadId) {
+      // Relayed as bounded JSON text: a hostile answer (say, arrays nested thousands deep) must not
+      // become a structured clone another thread fails to handle.
+      let text: string;
+      try {
+        text = JSON.stringify({ id, result: response.result, error: response.error });
+      } catch {
+        return; // too deep to serialise: dropped, as any malformed answer is
+      }
+      if (text.length <= kMaxRelayedResponse) this.#forward?.(owner, text, scope);
+      return;
+    }
+    const pending = this.#pending.get(id);
+    if (pending === undefined || pending.scope !== scope) return; // unknown, late, or someone else's
+    this.#pending.delete(id);
+    if (response.error !== undefined) {
+      const e = response.error as { code?: unknown; message?: unknown };
+      pending.reject(new ProtocolError(typeof e?.code === 'number' ? e.code : ErrorCode.InternalError, typeof e?.message === 'string' ? e.message : 'the client answered with an error'));
+    } else {
+      pending.resolve(response.result);
+    }
+  }
+
+  /** A relayed response (JSON text from another thread). */
+  relayed(text: string, scope: string): void {
+    let response: ClientResponse;
+    try {
+      response = JSON.parse(text) as ClientResponse;
+    } catch {
+      return;
+    }
+    if (response !== null && typeof response === 'object') this.answer(response, scope);
+  }
+}

@@ -1,0 +1,36 @@
+import type { CatalogIndex } from '../catalog-index.js';
+import type { Method } from '../run.js';
+import { ErrorCode, ProtocolError } from '../wire.js';
+
+/** Most values one completion result carries. */
+const kMaxValues = 100;
+
+/** completion/complete, for both eras. */
+export function completionMethods(index: CatalogIndex): Array<[string, Method]> {
+  return [['completion/complete', { handler: (_run, params) => complete(index, params) }]];
+}
+
+type Completer = (value: string, context: Record<string, string>) => string[] | Promise<string[]>;
+
+async function complete(index: CatalogIndex, params: Record<string, unknown> | undefined): Promise<Record<string, unknown>> {
+  const ref = params?.ref as Record<string, unknown> | undefined;
+  const argument = params?.argument as Record<string, unknown> | undefined;
+  if (ref === null || typeof ref !== 'object' || argument === null || typeof argument !== 'object' || typeof argument.name !== 'string' || typeof argument.value !== 'string') {
+    throw new ProtocolError(ErrorCode.InvalidParams, 'completion/complete needs ref and argument {name, value}');
+  }
+  const context = ((params?.context as { arguments?: unknown } | undefined)?.arguments ?? {}) as Record<string, string>;
+  let completer: Completer | undefined;
+  if (ref.type === 'ref/prompt' && typeof ref.name === 'string') {
+    const prompt = index.prompts.get(ref.name);
+    if (prompt === undefined) throw new ProtocolError(ErrorCode.InvalidParams, `Unknown prompt: ${ref.name}`);
+    completer = prompt.complete?.[argument.name];
+  } else if (ref.type === 'ref/resource' && typeof ref.uri === 'string') {
+    const template = index.templates.find((t) => t.uriTemplate === ref.uri);
+    if (template === undefined && !index.resources.has(ref.uri)) throw new ProtocolError(ErrorCode.InvalidParams, `Unknown resource: ${ref.uri}`);
+    completer = template?.complete?.[argument.name];
+  } else {
+    throw new ProtocolError(ErrorCode.InvalidParams, 'ref must be ref/prompt or ref/resource');
+  }
+  const values = completer === undefined ? [] : (await completer(argument.value, context)).map(String);
+  return { completion: { values: values.slice(0, kMaxValues), total: values.length, hasMore: values.length > kMaxValues } };
+}

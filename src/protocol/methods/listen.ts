@@ -1,0 +1,68 @@
+import type { ListKind } from '../../tools/context.js';
+import type { CatalogIndex } from '../catalog-index.js';
+import type { Method, Run } from '../run.js';
+import { ErrorCode, ProtocolError, kMetaSubscriptionId, notificationBody } from '../wire.js';
+import type { JsonRpcId } from '../wire.js';
+
+/** An open 2026-07-28 subscriptions/listen stream. */
+interface Listener {
+  readonly run: Run;
+  readonly id: JsonRpcId;
+  readonly kinds: ReadonlySet<ListKind>;
+  end(): void;
+}
+
+/**
+ * 2026-07-28 subscriptions/listen: the open streams of this engine, and the list changes they hear
+ * of. A stream lasts until its client closes it (its cancel) or the server shuts down.
+ */
+export class Listeners {
+  readonly #index: CatalogIndex;
+  readonly #open = new Set<Listener>();
+  /** The subscriptions/listen entry of the modern method table. */
+  readonly method: Method = { handler: (run, params) => this.#listen(run, params) };
+
+  constructor(index: CatalogIndex) {
+    this.#index = index;
+  }
+
+  /** A list changed: every stream here that asked for it is told. */
+  notify(kind: ListKind): void {
+    const method = `notifications/${kind}/list_changed`;
+    for (const listener of this.#open) {
+      if (!listener.kinds.has(kind)) continue;
+      listener.run.notify(notificationBody(method, { _meta: { [kMetaSubscriptionId]: listener.id } }));
+    }
+  }
+
+  /** Ends every stream with its completion result (graceful shutdown). */
+  closeAll(): void {
+    for (const listener of [...this.#open]) listener.end();
+  }
+
+  #listen(run: Run, params: Record<string, unknown> | undefined): Promise<Record<string, unknown>> {
+    const requested = params?.notifications;
+    if (requested === null || typeof requested !== 'object' || Array.isArray(requested)) throw new ProtocolError(ErrorCode.InvalidParams, 'subscriptions/listen needs a notifications object');
+    if (!run.canStream) throw new ProtocolError(ErrorCode.InvalidParams, 'subscriptions/listen needs a streamed response (Accept: text/event-stream)');
+    const r = requested as Record<string, unknown>;
+    const kinds = new Set<ListKind>();
+    const honoured: Record<string, unknown> = {};
+    if (r.toolsListChanged === true) { kinds.add('tools'); honoured.toolsListChanged = true; }
+    if (r.promptsListChanged === true && this.#index.hasPrompts) { kinds.add('prompts'); honoured.promptsListChanged = true; }
+    if (r.resourcesListChanged === true && this.#index.hasResources) { kinds.add('resources'); honoured.resourcesListChanged = true; }
+    const meta = { [kMetaSubscriptionId]: run.id };
+    run.notify(notificationBody('notifications/subscriptions/acknowledged', { _meta: meta, notifications: honoured }));
+    return new Promise((resolve) => {
+      const listener: Listener = {
+        run, id: run.id, kinds,
+        end: () => {
+          this.#open.delete(listener);
+          resolve({ _meta: meta });
+        },
+      };
+      this.#open.add(listener);
+      // The client closing the stream is the end of the subscription (and its cancel).
+      run.signal.addEventListener('abort', () => listener.end(), { once: true });
+    });
+  }
+}

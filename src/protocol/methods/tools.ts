@@ -1,0 +1,104 @@
+import { CancelledError } from '../../errors.js';
+import type { InputRequired } from '../../tools/context.js';
+import { Refusal, checkArguments, errorText, toToolResult } from '../../tools/define.js';
+import type { CallToolResult, ToolOutput } from '../../tools/define.js';
+import type { PoolOutcome, ToolPool } from '../../tools/pool.js';
+import type { CatalogIndex } from '../catalog-index.js';
+import type { EngineConfig } from '../contract.js';
+import { LogBudget, describeFailure, droppedNote } from '../failure-log.js';
+import type { Method, Run } from '../run.js';
+import { ErrorCode, ProtocolError } from '../wire.js';
+
+/** tools/call params key (never on the wire) carrying arguments an async Standard Schema already parsed. */
+const kCheckedArguments = Symbol('sluice.checkedArguments');
+
+type CallResult = CallToolResult | InputRequired | Promise<CallToolResult | InputRequired>;
+
+/** tools/list and tools/call, for both eras. */
+export function toolMethods(index: CatalogIndex, config: Pick<EngineConfig, 'pool' | 'log'>): Array<[string, Method]> {
+  const tools = new ToolMethods(index, config.pool, config.log);
+  return [
+    ['tools/list', { handler: (run, params) => run.era.cacheable(index.page(params, 'tools', index.toolList)) }],
+    ['tools/call', { handler: (run, params) => tools.call(run, params), names: 'name' }],
+  ];
+}
+
+class ToolMethods {
+  readonly #index: CatalogIndex;
+  readonly #pool: ToolPool | undefined;
+  readonly #log: EngineConfig['log'];
+  readonly #failures = new LogBudget(20, 60_000);
+
+  constructor(index: CatalogIndex, pool: ToolPool | undefined, log: EngineConfig['log']) {
+    this.#index = index;
+    this.#pool = pool;
+    this.#log = log;
+  }
+
+  call(run: Run, params: Record<string, unknown> | undefined): CallResult {
+    const name = params?.name;
+    if (typeof name !== 'string') throw new ProtocolError(ErrorCode.InvalidParams, 'tools/call needs a tool name');
+    const tool = this.#index.tools.get(name);
+    if (tool === undefined) throw new ProtocolError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
+    const input = run.input(params);
+    if (tool.requires !== undefined) {
+      const missing = Object.fromEntries(Object.entries(tool.requires).filter(([cap]) => input.clientCapabilities?.[cap] === undefined));
+      if (Object.keys(missing).length > 0) {
+        throw new ProtocolError(ErrorCode.MissingRequiredClientCapability, 'Missing required client capability', { requiredCapabilities: missing }, 400);
+      }
+    }
+    const args = params?.arguments ?? {};
+    if (args === null || typeof args !== 'object' || Array.isArray(args)) throw new ProtocolError(ErrorCode.InvalidParams, 'arguments must be an object');
+    // Compiled once by defineTool; an async Standard Schema comes back here with its parsed value.
+    const checked = (params as Record<symbol, unknown>)[kCheckedArguments] as Record<string, unknown> | undefined ?? checkArguments(tool, args as Record<string, unknown>);
+    if (checked instanceof Refusal) return checked.result();
+    if (checked instanceof Promise) {
+      return checked.then((value) => value instanceof Refusal ? value.result() : this.call(run, { ...params, [kCheckedArguments]: value }));
+    }
+    const sink = run.progressSink(params);
+    if (tool.pool === true) {
+      const pool = this.#pool;
+      if (pool === undefined) throw new ProtocolError(ErrorCode.InternalError, `tool ${name} runs in the pool, but the server has no pool`);
+      // The raw arguments: the pool thread checks them again with its own copy of the tool, so a
+      // Standard Schema's parsed value (which need not survive structured cloning) is made there.
+      return run.runInPool(pool, tool.name, args as Record<string, unknown>, sink).then(poolResult, (error: unknown) => {
+        if (run.killed) throw new CancelledError('killed');
+        return toolError(error);
+      });
+    }
+    const ctx = run.context(sink, input);
+    let output: ToolOutput | Promise<ToolOutput>;
+    try {
+      output = tool.handler(checked, ctx);
+    } catch (error) {
+      return this.#failed(run, name, error);
+    }
+    return output instanceof Promise ? output.then((o) => toToolResult(tool, o), (error: unknown) => this.#failed(run, name, error)) : toToolResult(tool, output);
+  }
+
+  /**
+   * A tool threw: the client gets `isError` content, the operator a log line naming the tool (warn,
+   * at most 20 a minute per thread). A cancelled tool that stopped by throwing (its CancelledError,
+   * or the AbortError of something it gave `ctx.signal`) is not a failure.
+   */
+  #failed(run: Run, name: string, error: unknown): CallToolResult {
+    const result = toolError(error);
+    if (!(error instanceof CancelledError) && !run.cancelled) {
+      const dropped = this.#failures.take();
+      if (dropped >= 0) this.#log('warn', `sluice: tool ${name} threw${droppedNote(dropped)}: ${describeFailure(error)}`);
+    }
+    return result;
+  }
+}
+
+/** What a pool task sent back: its result, or the ProtocolError it threw (rebuilt from plain data). */
+function poolResult(outcome: PoolOutcome): CallToolResult {
+  if (outcome.ok) return outcome.result;
+  throw ProtocolError.fromWire(outcome.error);
+}
+
+/** A thrown error becomes isError content; protocol errors stay protocol errors. */
+export function toolError(error: unknown): CallToolResult {
+  if (error instanceof ProtocolError) throw error;
+  return { content: [{ type: 'text', text: errorText(error) }], isError: true };
+}

@@ -1,0 +1,308 @@
+import { CancelledError } from '../errors.js';
+import type { Registry, TrackHandle } from '../registry/index.js';
+import { requestKilledChannel, requestStopChannel } from '../telemetry/channels.js';
+import { Counter } from '../telemetry/counters.js';
+import type { ServerCounters } from '../telemetry/counters.js';
+import { ToolContext, kLogLevels } from '../tools/context.js';
+import type { ClientRequester, ListKind, LogSink, ProgressSink, RequestInput } from '../tools/context.js';
+import type { PoolOutcome, ToolPool } from '../tools/pool.js';
+import type { Reply, RequestInfo, Running } from './contract.js';
+import type { EraRules } from './eras/rules.js';
+import { ErrorCode, ProtocolError, errorBody, notificationBody, resultBody } from './wire.js';
+import type { JsonRpcId } from './wire.js';
+
+/** A method's handler: a result, a promise of one, or a throw (ProtocolError: a JSON-RPC error). */
+export type Handler = (run: Run, params: Record<string, unknown> | undefined) => unknown;
+
+/** One entry of an era's method table. */
+export interface Method {
+  readonly handler: Handler;
+  /**
+   * The params field naming what the request is about (a tool, prompt or resource URI): the run's
+   * `target`, which requestState is sealed to and failure logs name.
+   */
+  readonly names?: 'name' | 'uri' | undefined;
+}
+
+/** What a run needs of the engine, and nothing more. */
+export interface RunHost {
+  readonly registry: Registry;
+  readonly counters: ServerCounters;
+  readonly streamCancelTimeoutMs: number;
+  /** Runs whose handler went async and has not settled (shutdown cancels them). */
+  readonly running: Set<Run>;
+  /** A tool announced a list change. */
+  readonly listChanged: (kind: ListKind) => void;
+  logFailure(method: string, target: string, error: unknown): void;
+  /** Sends the client a request on `run`'s stream and waits for the answer (see `awaitAnswer`). */
+  requestClient(run: Run, method: string, params: Record<string, unknown>): Promise<unknown>;
+  /** Rejects a request sent to the client that will never be answered now. */
+  abandonClientRequest(id: string, error: Error): void;
+}
+
+/**
+ * One request from dispatch to release: track → run → untrack → clear. Methods live on the
+ * prototype, so a request allocates one object, not a closure per step; the cancellation watcher
+ * is armed only if the handler goes async. Handlers see the request through the public members;
+ * the reply and the registry row stay private.
+ */
+export class Run implements Running {
+  readonly id: JsonRpcId;
+  readonly method: string;
+  readonly info: RequestInfo;
+  /** The era's rules, chosen once at dispatch. */
+  readonly era: EraRules;
+  /** What the request names (tool, prompt, resource URI), or ''. */
+  readonly target: string;
+  readonly #host: RunHost;
+  readonly #reply: Reply;
+  readonly #handle: TrackHandle;
+  readonly #started = performance.now();
+  #ctx: ToolContext | undefined;
+  /** Ids of requests this run sent to the client and still waits on (made on first use). */
+  #awaiting: Set<string> | undefined;
+  /** Released: untracked and cleared. */
+  #settled = false;
+  /** Nothing more may be written to the reply. */
+  #ended = false;
+  #kill: ReturnType<typeof setTimeout> | undefined;
+  #poolAbort: AbortController | undefined;
+
+  constructor(host: RunHost, era: EraRules, id: JsonRpcId, method: string, target: string, info: RequestInfo, reply: Reply, handle: TrackHandle) {
+    this.#host = host;
+    this.era = era;
+    this.id = id;
+    this.method = method;
+    this.target = target;
+    this.info = info;
+    this.#reply = reply;
+    this.#handle = handle;
+  }
+
+  /** Released (untracked and cleared): nothing more happens to this request. */
+  get settled(): boolean {
+    return this.#settled;
+  }
+
+  // ---- the engine's side -------------------------------------------------------------------
+
+  start(handler: Handler, params: Record<string, unknown> | undefined): void {
+    let out: unknown;
+    try {
+      out = handler(this, params);
+    } catch (error) {
+      this.fail(error);
+      return;
+    }
+    if (out instanceof Promise) {
+      this.#host.running.add(this);
+      this.#handle.signal.addEventListener('abort', () => this.#cancelled(), { once: true });
+      out.then((result) => this.#succeed(result as Record<string, unknown>), (error) => this.fail(error));
+    } else {
+      this.#succeed(out as Record<string, unknown>);
+    }
+  }
+
+  fail(error: unknown): void {
+    if (!this.#ended) {
+      this.#ended = true;
+      const reply = this.#reply;
+      if (this.#handle.cancelled) {
+        reply.cancelled();
+      } else if (error instanceof ProtocolError) {
+        reply.respond(protocolErrorBody(this.id, error), error.httpStatus);
+      } else {
+        // A handler's own failure is a JSON-RPC error for the client (HTTP 200, as any response);
+        // the log gets its stack, at a bounded rate so clients cannot flood it.
+        this.#host.logFailure(this.method, this.target, error);
+        reply.respond(errorBody(this.id, ErrorCode.InternalError, 'Internal error'), 200);
+      }
+    }
+    this.#release(this.#handle.cancelled ? 'cancelled' : 'error');
+  }
+
+  clientGone(reason: string): void {
+    if (this.#ended || this.#settled) return;
+    this.#ended = true; // the stream is gone: nothing more is written
+    this.#host.registry.cancelRequest(this.#handle, reason);
+    this.#abandonClientRequests(this.#handle.reason ?? 'cancelled');
+    this.#armKill();
+  }
+
+  /** Shutdown: cancel through the registry as a client would. False if it had already ended. */
+  cancelForShutdown(reason: string): boolean {
+    if (this.#settled) return false;
+    this.#host.registry.cancelRequest(this.#handle, reason);
+    // The abort listener answers and arms the kill timer; a run already cancelled only needs the timer.
+    this.#cancelled();
+    this.#armKill();
+    return true;
+  }
+
+  // ---- the handlers' side ------------------------------------------------------------------
+
+  /** Whether messages can reach the client before the response. */
+  /** True once the request was cancelled (one atomic load of its shared row). */
+  get cancelled(): boolean {
+    return this.#handle.cancelled;
+  }
+
+  get canStream(): boolean {
+    return this.#reply.canStream;
+  }
+
+  /** Aborts when the request is cancelled (or its client goes). */
+  get signal(): AbortSignal {
+    return this.#handle.signal;
+  }
+
+  /** A message for the client before the response (nothing once the request has ended). */
+  notify(json: string): void {
+    if (!this.#ended) this.#reply.notify(json);
+  }
+
+  /** What the request carried for a multi-round exchange (the era decides what that is). */
+  input(params: Record<string, unknown> | undefined): RequestInput {
+    return this.era.input(this, params);
+  }
+
+  /** Progress for this request, if the client gave a token and can receive notifications. */
+  progressSink(params: Record<string, unknown> | undefined): ProgressSink | undefined {
+    const token = (params?._meta as Record<string, unknown> | undefined)?.progressToken;
+    if ((typeof token !== 'string' && typeof token !== 'number') || !this.#reply.canStream) return undefined;
+    return (progress, total, message) => {
+      if (this.#ended) return;
+      const params: Record<string, unknown> = { progressToken: token, progress };
+      if (total !== undefined) params.total = total;
+      if (message !== undefined) params.message = message;
+      const reply = this.#reply;
+      // A slow reader keeps only the newest progress: hand it over unserialised.
+      if (reply.congested === true) reply.holdProgress!(params);
+      else reply.notify(notificationBody('notifications/progress', params), 'progress');
+    };
+  }
+
+  /** The context a handler of this request gets. */
+  context(progress: ProgressSink | undefined, input: RequestInput | undefined): ToolContext {
+    const ctx = new ToolContext(this.#handle, {
+      progress, log: this.#logSink(), input, requester: this.#requester(), listChanged: this.#host.listChanged,
+    });
+    this.#ctx = ctx;
+    return ctx;
+  }
+
+  /** Runs a `pool: true` tool on this request's row; a kill terminates its thread. */
+  runInPool(pool: ToolPool, name: string, args: Record<string, unknown>, sink: ProgressSink | undefined): Promise<PoolOutcome> {
+    this.#poolAbort = new AbortController();
+    return pool.run(name, args, this.#handle, sink, this.#poolAbort.signal);
+  }
+
+  /** The kill timer fired: the pool task was terminated, not failed. */
+  get killed(): boolean {
+    return this.#poolAbort?.signal.aborted === true;
+  }
+
+  /** A request sent to the client on this run's stream: rejected if the run ends unanswered. */
+  awaitAnswer(id: string): void {
+    (this.#awaiting ??= new Set()).add(id);
+  }
+
+  // ---- internals ---------------------------------------------------------------------------
+
+  #succeed(result: Record<string, unknown>): void {
+    if (!this.#ended) {
+      let body: string;
+      try {
+        body = resultBody(this.id, this.era.encode(result, this.method, this.target));
+      } catch (error) {
+        this.fail(error);
+        return;
+      }
+      this.#ended = true;
+      if (this.#handle.cancelled) this.#reply.cancelled();
+      else this.#reply.respond(body, 200);
+    }
+    this.#release(this.#handle.cancelled ? 'cancelled' : 'ok');
+  }
+
+  /** The era allows it and there is a stream: a way for the handler to ask the client something. */
+  #requester(): ClientRequester | undefined {
+    if (!this.era.clientRequests || !this.#reply.canStream) return undefined;
+    return (method, params) => {
+      if (this.#ended) return Promise.reject(new CancelledError('the request has ended'));
+      return this.#host.requestClient(this, method, params);
+    };
+  }
+
+  /** Log messages for this request, filtered by the client's level; undefined when none may be sent. */
+  #logSink(): LogSink | undefined {
+    const threshold = this.info.logLevel;
+    if (threshold === undefined || !this.#reply.canStream) return undefined;
+    return (level, data, logger) => {
+      if (this.#ended || kLogLevels.indexOf(level) < threshold) return;
+      const reply = this.#reply;
+      if (reply.congested === true) {
+        reply.dropLog!(); // a slow reader loses log lines: do not even build them
+        return;
+      }
+      const params: Record<string, unknown> = { level, data };
+      if (logger !== undefined) params.logger = logger;
+      reply.notify(notificationBody('notifications/message', params), 'log');
+    };
+  }
+
+  #cancelled(): void {
+    if (this.#ended || this.#settled) return;
+    this.#ended = true;
+    this.#reply.cancelled();
+    this.#abandonClientRequests(this.#handle.reason ?? 'cancelled');
+    this.#armKill();
+  }
+
+  /** Rejects the requests this run sent the client that are still unanswered; each only once. */
+  #abandonClientRequests(reason: string): void {
+    const awaiting = this.#awaiting;
+    if (awaiting === undefined || awaiting.size === 0) return;
+    for (const id of awaiting) this.#host.abandonClientRequest(id, new CancelledError(reason));
+    awaiting.clear();
+  }
+
+  #armKill(): void {
+    if (this.#settled || this.#kill !== undefined) return;
+    this.#kill = setTimeout(() => this.#killNow(), this.#host.streamCancelTimeoutMs);
+    this.#kill.unref();
+  }
+
+  #killNow(): void {
+    if (this.#settled) return;
+    this.#ctx?.kill();
+    this.#poolAbort?.abort(new CancelledError('killed'));
+    this.#host.counters.add(Counter.Killed);
+    this.#release('killed'); // first, so whoever hears of the kill finds the row already gone
+    if (requestKilledChannel.hasSubscribers) requestKilledChannel.publish({ requestId: this.id, scope: this.info.scope });
+  }
+
+  #release(status: 'ok' | 'error' | 'cancelled' | 'killed'): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    const host = this.#host;
+    host.running.delete(this);
+    if (this.#kill !== undefined) clearTimeout(this.#kill);
+    this.#abandonClientRequests('the request has ended');
+    host.registry.untrack(this.#handle);
+    host.registry.clear(this.id, this.info.scope);
+    this.#reply.released?.();
+    if (requestStopChannel.hasSubscribers) {
+      requestStopChannel.publish({ method: this.method, durationMs: performance.now() - this.#started, status });
+    }
+  }
+}
+
+/** A ProtocolError's response; its `data` is left out when it cannot be JSON (as from a pool thread). */
+function protocolErrorBody(id: JsonRpcId, error: ProtocolError): string {
+  try {
+    return errorBody(id, error.rpcCode, error.message, error.data);
+  } catch {
+    return errorBody(id, error.rpcCode, error.message);
+  }
+}
