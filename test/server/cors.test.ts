@@ -5,6 +5,7 @@ import { request } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createServer, defineTool } from '../../src/index.js';
 import type { Server, ServerOptions } from '../../src/index.js';
+import { adapters } from '../helpers/adapters.js';
 
 const echo = defineTool({ name: 'echo', description: 'Echo.', inputSchema: { type: 'object', properties: { text: { type: 'string' } } }, handler: (a) => String(a.text) });
 const kApp = 'https://app.example.com';
@@ -35,7 +36,7 @@ function send(url: string, method: string, headers: Record<string, string>, body
 const preflight = (origin: string) => ({ origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type, mcp-protocol-version, x-api-key' });
 const init = JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } } });
 
-describe.each(['uws', 'node'] as const)('CORS over %s', (http) => {
+describe.each(adapters('CORS'))('CORS over %s', (http) => {
   it('is off by default: a preflight gets 405 and responses carry no Access-Control-* headers', async () => {
     const url = await start(http, { allowedOrigins: [kApp] });
     const pre = await send(url, 'OPTIONS', preflight(kApp));
