@@ -8,14 +8,41 @@ export type SluiceErrorCode =
   | 'invalid_request_id'
   | 'cancellation_limit_reached'
   | 'in_flight_capacity_exhausted'
+  /** A cancel only: the caller's abort or timeout, or the server cancelled the request. */
   | 'request_cancelled'
+  /** Not a registry (or table) descriptor: attaching shared memory that is not ours. */
   | 'bad_descriptor'
   | 'uws_native_unavailable'
   | 'listen_failed'
   | 'port_in_use'
   | 'tools_module_failed'
   | 'process_exit_refused'
-  | 'invalid_definition';
+  | 'invalid_definition'
+  /** Client: the call was made on, or was pending when, the transport closed. */
+  | 'transport_closed'
+  /** Client: the server process exited with the call pending. */
+  | 'server_exited'
+  /** Client: the server no longer knows the legacy session (HTTP 404); the client renews it once. */
+  | 'session_expired'
+  /** Client: the server's answer is not a usable JSON-RPC response (not JSON, empty, unknown version). */
+  | 'invalid_response'
+  /** A JSON-RPC error response (ProtocolError: `rpcCode`, `data`). */
+  | 'rpc_error'
+  /** The request needs a client capability the client did not declare (wire: -32021). */
+  | 'missing_client_capability';
+
+/**
+ * Every SluiceErrorCode, as a runtime list (a Record, so the compiler refuses a code missing here).
+ * test/errors/codes.test.ts needs one scenario per entry.
+ */
+const kCodeTable: Record<SluiceErrorCode, true> = {
+  invalid_option: true, invalid_scope: true, invalid_request_id: true, cancellation_limit_reached: true,
+  in_flight_capacity_exhausted: true, request_cancelled: true, bad_descriptor: true, uws_native_unavailable: true,
+  listen_failed: true, port_in_use: true, tools_module_failed: true, process_exit_refused: true, invalid_definition: true,
+  transport_closed: true, server_exited: true, session_expired: true, invalid_response: true, rpc_error: true,
+  missing_client_capability: true,
+};
+export const kSluiceErrorCodes: readonly SluiceErrorCode[] = Object.freeze(Object.keys(kCodeTable) as SluiceErrorCode[]);
 
 export class SluiceError extends Error {
   readonly code: SluiceErrorCode;

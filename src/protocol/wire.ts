@@ -2,6 +2,7 @@
  * JSON-RPC 2.0 and MCP wire constants: error codes in one table, protocol versions, and envelope
  * pieces that the hot path concatenates instead of re-serialising (pino's habit).
  */
+import { SluiceError } from '../errors.js';
 
 /** Wire error codes. Spec codes only, plus one application code outside the reserved range. */
 export const ErrorCode = {
@@ -56,14 +57,18 @@ export function notificationBody(method: string, params: unknown): string {
   return `{"jsonrpc":"2.0","method":${JSON.stringify(method)},"params":${JSON.stringify(params)}}`;
 }
 
-/** A protocol error raised by a method handler: becomes a JSON-RPC error response. */
-export class ProtocolError extends Error {
+/**
+ * A JSON-RPC error, both ways: a method handler throws it to answer with an error response, and the
+ * client rejects with it when the server answered with one (`RpcError` in sluice/client is this class).
+ * Its SluiceError code is 'rpc_error', or 'missing_client_capability' for -32021.
+ */
+export class ProtocolError extends SluiceError {
   readonly rpcCode: number;
   readonly data: unknown;
   /** HTTP status to use where the transport has one (2026-07-28 fixes several). */
   readonly httpStatus: number;
   constructor(rpcCode: number, message: string, data?: unknown, httpStatus = 200) {
-    super(message);
+    super(rpcCode === ErrorCode.MissingRequiredClientCapability ? 'missing_client_capability' : 'rpc_error', message);
     this.name = 'ProtocolError';
     this.rpcCode = rpcCode;
     this.data = data;
