@@ -2,9 +2,7 @@ import { CancelledError, SluiceError } from '../errors.js';
 import { ProtocolError, kLegacyVersions, kMetaClientCapabilities, kMetaClientInfo, kMetaProtocolVersion, kModernVersion } from '../protocol/wire.js';
 import { SessionExpiredError } from './http.js';
 import type { ClientTransport, JsonRpcMessage } from './transport.js';
-import type { ContentBlock } from '../tools/define.js';
-import type { ResourceContents } from '../catalog/resources.js';
-import type { PromptArgument, PromptMessage } from '../catalog/prompts.js';
+import type { ContentBlock, PromptArgument, PromptMessage, ResourceContents } from './content.js';
 
 /** Options of every request method. */
 export interface RequestOptions {
