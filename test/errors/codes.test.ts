@@ -144,10 +144,22 @@ const kSluiceScenarios: Record<SluiceErrorCode, () => Promise<string> | string> 
     return (result.content[0] as { text: string }).text;
   }),
   invalid_definition: () => thrownCode(() => defineTool({ name: 'x' } as never)),
+  // A call pending when the client closes, and a call made after: both the close, neither a cancel.
   transport_closed: async () => {
-    const client = new Client(new HttpClientTransport({ url }), { era: 'modern' });
-    await client.close();
-    return codeOf(client.ping());
+    const codes = await Promise.all((['legacy', 'modern'] as const).map(async (era) => {
+      const client = new Client(new HttpClientTransport({ url }), { era });
+      await client.connect();
+      const pending = codeOf(client.callTool('block'));
+      await new Promise((r) => setTimeout(r, 200));
+      await client.close();
+      return [await pending, await codeOf(client.ping())];
+    }));
+    const stdio = new Client(new StdioClientTransport({ command: process.execPath, args: ['-e', "process.stdin.resume()"] }), { era: 'legacy' });
+    const pending = codeOf(stdio.ping());
+    await stdio.close();
+    codes.push([await pending]);
+    expect(new Set(codes.flat())).toEqual(new Set(['transport_closed']));
+    return codes[0][0];
   },
   // A stdio server that exits on its first line.
   server_exited: async () => {
