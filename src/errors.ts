@@ -8,14 +8,41 @@ export type SluiceErrorCode =
   | 'invalid_request_id'
   | 'cancellation_limit_reached'
   | 'in_flight_capacity_exhausted'
+  /** A cancel only: the caller's abort or timeout, or the server cancelled the request. */
   | 'request_cancelled'
+  /** Not a registry (or table) descriptor: attaching shared memory that is not ours. */
   | 'bad_descriptor'
   | 'uws_native_unavailable'
   | 'listen_failed'
   | 'port_in_use'
   | 'tools_module_failed'
   | 'process_exit_refused'
-  | 'invalid_definition';
+  | 'invalid_definition'
+  /** Client: the call was made on, or was pending when, the transport closed. */
+  | 'transport_closed'
+  /** Client: the server process exited with the call pending. */
+  | 'server_exited'
+  /** Client: the server no longer knows the legacy session (HTTP 404); the client renews it once. */
+  | 'session_expired'
+  /** Client: the server's answer is not a usable JSON-RPC response (not JSON, empty, unknown version). */
+  | 'invalid_response'
+  /** A JSON-RPC error response (ProtocolError: `rpcCode`, `data`). */
+  | 'rpc_error'
+  /** The request needs a client capability the client did not declare (wire: -32021). */
+  | 'missing_client_capability';
+
+/**
+ * Every SluiceErrorCode, as a runtime list (a Record, so the compiler refuses a code missing here).
+ * test/errors/codes.test.ts needs one scenario per entry.
+ */
+const kCodeTable: Record<SluiceErrorCode, true> = {
+  invalid_option: true, invalid_scope: true, invalid_request_id: true, cancellation_limit_reached: true,
+  in_flight_capacity_exhausted: true, request_cancelled: true, bad_descriptor: true, uws_native_unavailable: true,
+  listen_failed: true, port_in_use: true, tools_module_failed: true, process_exit_refused: true, invalid_definition: true,
+  transport_closed: true, server_exited: true, session_expired: true, invalid_response: true, rpc_error: true,
+  missing_client_capability: true,
+};
+export const kSluiceErrorCodes: readonly SluiceErrorCode[] = Object.freeze(Object.keys(kCodeTable) as SluiceErrorCode[]);
 
 export class SluiceError extends Error {
   readonly code: SluiceErrorCode;
@@ -53,5 +80,48 @@ export class CancelledError extends SluiceError {
 
   override toWire(): SluiceErrorWire {
     return { code: this.code, message: this.message, reason: this.reason };
+  }
+}
+
+/** JSON-RPC code -32021 (2026-07-28: a client capability the request needs was not declared); ErrorCode in protocol/wire.ts names it. */
+const kMissingRequiredClientCapability = -32021;
+
+/** A ProtocolError as structured-cloneable data (an Error subclass arrives as a bare Error across threads). */
+export interface ProtocolErrorWire {
+  code: number;
+  message: string;
+  data?: unknown;
+  /** Only when not 200. */
+  httpStatus?: number;
+}
+
+/**
+ * A JSON-RPC error, both ways: a method handler throws it to answer with an error response, and the
+ * client rejects with it when the server answered with one (`RpcError` in sluice/client is this class).
+ * Its SluiceError code is 'rpc_error', or 'missing_client_capability' for -32021.
+ */
+export class ProtocolError extends SluiceError {
+  readonly rpcCode: number;
+  readonly data: unknown;
+  /** HTTP status to use where the transport has one (2026-07-28 fixes several). */
+  readonly httpStatus: number;
+  constructor(rpcCode: number, message: string, data?: unknown, httpStatus = 200) {
+    super(rpcCode === kMissingRequiredClientCapability ? 'missing_client_capability' : 'rpc_error', message);
+    this.name = 'ProtocolError';
+    this.rpcCode = rpcCode;
+    this.data = data;
+    this.httpStatus = httpStatus;
+  }
+
+  /** The JSON-RPC error as plain data for crossing a thread; `data` must already be structured-cloneable. */
+  toRpcWire(): ProtocolErrorWire {
+    const wire: ProtocolErrorWire = { code: this.rpcCode, message: this.message };
+    if (this.data !== undefined) wire.data = this.data;
+    if (this.httpStatus !== 200) wire.httpStatus = this.httpStatus;
+    return wire;
+  }
+
+  static fromRpcWire(wire: ProtocolErrorWire): ProtocolError {
+    return new ProtocolError(wire.code, wire.message, wire.data, wire.httpStatus);
   }
 }

@@ -1,10 +1,8 @@
 import { CancelledError, SluiceError } from '../errors.js';
-import { kLegacyVersions, kMetaClientCapabilities, kMetaClientInfo, kMetaProtocolVersion, kModernVersion } from '../protocol/wire.js';
+import { ProtocolError, kLegacyVersions, kMetaClientCapabilities, kMetaClientInfo, kMetaProtocolVersion, kModernVersion } from '../protocol/wire.js';
 import { SessionExpiredError } from './http.js';
 import type { ClientTransport, JsonRpcMessage } from './transport.js';
-import type { ContentBlock } from '../tools/define.js';
-import type { ResourceContents } from '../catalog/resources.js';
-import type { PromptArgument, PromptMessage } from '../catalog/prompts.js';
+import type { ContentBlock, PromptArgument, PromptMessage, ResourceContents } from './content.js';
 
 /** Options of every request method. */
 export interface RequestOptions {
@@ -24,17 +22,13 @@ export interface ClientOptions {
   capabilities?: Record<string, unknown>;
 }
 
-/** The server answered with a JSON-RPC error. */
-export class RpcError extends SluiceError {
-  readonly rpcCode: number;
-  readonly data: unknown;
-  constructor(code: number, message: string, data?: unknown) {
-    super('invalid_option', message);
-    this.name = 'RpcError';
-    this.rpcCode = code;
-    this.data = data;
-  }
-}
+/**
+ * The server answered with a JSON-RPC error: the protocol's ProtocolError (one class for server and
+ * client), under its former client name. Same `rpcCode` and `data`; code 'rpc_error' (or
+ * 'missing_client_capability' for -32021). `instanceof RpcError` and `new RpcError(code, message, data)` still work.
+ */
+export const RpcError = ProtocolError;
+export type RpcError = ProtocolError;
 
 type Result = Record<string, unknown>;
 
@@ -206,7 +200,7 @@ export class Client {
       clientInfo: this.#clientInfo,
     }, {});
     const version = typeof result.protocolVersion === 'string' ? result.protocolVersion : kLegacyVersions[0];
-    if (!(kLegacyVersions as readonly string[]).includes(version)) throw new SluiceError('invalid_option', `the server speaks ${version}, which this client does not`);
+    if (!(kLegacyVersions as readonly string[]).includes(version)) throw new SluiceError('invalid_response', `the server speaks ${version}, which this client does not`);
     this.#serverInfo = result.serverInfo;
     this.#transport.setEra?.('legacy', version);
     await this.#transport.notify({ jsonrpc: '2.0', method: 'notifications/initialized' });
@@ -305,7 +299,7 @@ export class Client {
         settled = true;
         if (response.error !== undefined) {
           const e = response.error as { code?: number; message?: string; data?: unknown };
-          reject(new RpcError(typeof e.code === 'number' ? e.code : -32603, String(e.message ?? 'error'), e.data));
+          reject(new ProtocolError(typeof e.code === 'number' ? e.code : -32603, String(e.message ?? 'error'), e.data));
         } else {
           resolve((response.result ?? {}) as Result);
         }
@@ -313,7 +307,8 @@ export class Client {
         cleanup();
         if (settled) return;
         settled = true;
-        reject(error instanceof Error ? error : new SluiceError('request_cancelled', String(error)));
+        // A transport that rejects with a non-Error: the exchange failed in the transport.
+        reject(error instanceof Error ? error : new SluiceError('transport_closed', `the transport failed: ${String(error)}`));
       });
     });
   }

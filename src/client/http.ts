@@ -16,7 +16,7 @@ export class SessionExpiredError extends SluiceError {
   /** The session the server no longer knows. */
   readonly session: string;
   constructor(session: string) {
-    super('request_cancelled', 'the session expired');
+    super('session_expired', 'the session expired');
     this.name = 'SessionExpiredError';
     this.session = session;
   }
@@ -98,7 +98,19 @@ export class HttpClientTransport implements ClientTransport {
   }
 
   async send(message: JsonRpcMessage, options: SendOptions): Promise<JsonRpcMessage> {
-    if (this.#closed) throw new SluiceError('request_cancelled', 'the transport is closed');
+    if (this.#closed) throw new SluiceError('transport_closed', 'the transport is closed');
+    try {
+      return await this.#exchange(message, options);
+    } catch (error) {
+      // close() ends every open request: whatever that broke (a reset socket, a cut stream) is the close.
+      if (this.#closed && !(error instanceof SluiceError && error.code === 'transport_closed')) {
+        throw new SluiceError('transport_closed', 'the transport was closed', { cause: error });
+      }
+      throw error;
+    }
+  }
+
+  async #exchange(message: JsonRpcMessage, options: SendOptions): Promise<JsonRpcMessage> {
     const used = this.#era === 'legacy' ? this.#session : undefined; // the session this request carries
     const res = await this.#post(message, options.signal, options.onSent);
     const session = res.headers['mcp-session-id'];
@@ -111,12 +123,22 @@ export class HttpClientTransport implements ClientTransport {
     const type = String(res.headers['content-type'] ?? '');
     if (type.startsWith('text/event-stream')) return this.#readStream(res, message, options);
     const text = await readAll(res);
-    if (text === '') throw new SluiceError('request_cancelled', `the server answered ${res.statusCode} with no response (the request was cancelled)`);
-    try {
-      return JSON.parse(text) as JsonRpcMessage;
-    } catch {
-      throw new SluiceError('bad_descriptor', `the server answered ${res.statusCode} with a body that is not JSON`);
+    if (text === '') {
+      // A 2xx without a body is how a server answers a request it cancelled (Sluice: 202); anything else is no answer at all.
+      const status = res.statusCode ?? 0;
+      if (status >= 200 && status < 300) throw new SluiceError('request_cancelled', `the server answered ${status} with no response (the request was cancelled)`);
+      throw new SluiceError('invalid_response', `the server answered ${status} with an empty body`);
     }
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      throw new SluiceError('invalid_response', `the server answered ${res.statusCode} with a body that is not JSON`);
+    }
+    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+      throw new SluiceError('invalid_response', `the server answered ${res.statusCode} with JSON that is not a response object`);
+    }
+    return parsed as JsonRpcMessage;
   }
 
   /** Reads an SSE reply until the response to `message` arrives; other messages go to onMessage. */
@@ -154,6 +176,7 @@ export class HttpClientTransport implements ClientTransport {
         }
       });
       res.on('end', () => { if (!done) reject(new SluiceError('request_cancelled', 'the stream ended without a response (the request was cancelled)')); });
+      res.on('close', () => { if (!done && this.#closed) reject(new SluiceError('transport_closed', 'the transport was closed')); });
       res.on('error', (error) => { if (!done) reject(error); });
     });
   }

@@ -10,3 +10,4 @@ export { HttpClientTransport, SessionExpiredError } from './http.js';
 export type { HttpTransportOptions } from './http.js';
 export type { ClientTransport, SendOptions, JsonRpcMessage } from './transport.js';
 export { CancelledError, SluiceError } from '../errors.js';
+export type { ContentBlock, ResourceContents, PromptArgument, PromptMessage } from './content.js';

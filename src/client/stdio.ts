@@ -30,6 +30,8 @@ export class StdioClientTransport implements ClientTransport {
   readonly #waiting = new Map<string, Waiting>();
   #buffer = '';
   #closed = false;
+  /** The server process has exited: a call made now would wait forever. */
+  #gone = false;
   #exited: Promise<void>;
 
   constructor(options: StdioTransportOptions) {
@@ -39,7 +41,10 @@ export class StdioClientTransport implements ClientTransport {
       stdio: ['pipe', 'pipe', options.stderr ?? 'ignore'],
     });
     this.#exited = new Promise((resolve) => this.#child.once('exit', () => resolve()));
-    this.#child.once('exit', () => this.#failAll(new SluiceError('request_cancelled', 'the server process exited')));
+    this.#child.once('exit', () => {
+      this.#gone = true;
+      this.#failAll(new SluiceError('server_exited', 'the server process exited'));
+    });
     this.#child.stdin?.on('error', () => {});
     this.#child.stdout?.setEncoding('utf8');
     this.#child.stdout?.on('data', (chunk: string) => this.#read(chunk));
@@ -51,7 +56,8 @@ export class StdioClientTransport implements ClientTransport {
   }
 
   send(message: JsonRpcMessage, options: SendOptions): Promise<JsonRpcMessage> {
-    if (this.#closed) return Promise.reject(new SluiceError('request_cancelled', 'the transport is closed'));
+    if (this.#closed) return Promise.reject(new SluiceError('transport_closed', 'the transport is closed'));
+    if (this.#gone) return Promise.reject(new SluiceError('server_exited', 'the server process exited'));
     const key = JSON.stringify(message.id);
     const progressToken = ((message.params as Record<string, unknown> | undefined)?._meta as Record<string, unknown> | undefined)?.progressToken;
     return new Promise((resolve, reject) => {
@@ -126,7 +132,7 @@ export class StdioClientTransport implements ClientTransport {
   async close(): Promise<void> {
     if (this.#closed) return this.#exited;
     this.#closed = true;
-    this.#failAll(new SluiceError('request_cancelled', 'the transport was closed'));
+    this.#failAll(new SluiceError('transport_closed', 'the transport was closed'));
     this.#child.stdin?.end();
     if (this.#child.exitCode === null && this.#child.signalCode === null) {
       const term = setTimeout(() => this.#child.kill('SIGTERM'), 1000);

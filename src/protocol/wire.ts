@@ -56,38 +56,6 @@ export function notificationBody(method: string, params: unknown): string {
   return `{"jsonrpc":"2.0","method":${JSON.stringify(method)},"params":${JSON.stringify(params)}}`;
 }
 
-/** A ProtocolError as structured-cloneable data (an Error subclass arrives as a bare Error across threads). */
-export interface ProtocolErrorWire {
-  code: number;
-  message: string;
-  data?: unknown;
-  /** Only when not 200. */
-  httpStatus?: number;
-}
-
-/** A protocol error raised by a method handler: becomes a JSON-RPC error response. */
-export class ProtocolError extends Error {
-  readonly rpcCode: number;
-  readonly data: unknown;
-  /** HTTP status to use where the transport has one (2026-07-28 fixes several). */
-  readonly httpStatus: number;
-  constructor(rpcCode: number, message: string, data?: unknown, httpStatus = 200) {
-    super(message);
-    this.name = 'ProtocolError';
-    this.rpcCode = rpcCode;
-    this.data = data;
-    this.httpStatus = httpStatus;
-  }
-
-  /** Plain data for crossing a thread; `data` must already be structured-cloneable. */
-  toWire(): ProtocolErrorWire {
-    const wire: ProtocolErrorWire = { code: this.rpcCode, message: this.message };
-    if (this.data !== undefined) wire.data = this.data;
-    if (this.httpStatus !== 200) wire.httpStatus = this.httpStatus;
-    return wire;
-  }
-
-  static fromWire(wire: ProtocolErrorWire): ProtocolError {
-    return new ProtocolError(wire.code, wire.message, wire.data, wire.httpStatus);
-  }
-}
+// ProtocolError lives with the other errors (tools, the client and the protocol all use it).
+export { ProtocolError } from '../errors.js';
+export type { ProtocolErrorWire } from '../errors.js';

@@ -1,30 +1,25 @@
 import type { Worker } from 'node:worker_threads';
-import { Roster, ShmTable, kLive, kStateMask } from '../../native-free-shm/index.js';
+import { Roster, ShmTable } from '../../native-free-shm/index.js';
 import type { RosterDescriptor, RosterMember, TableDescriptor } from '../../native-free-shm/index.js';
 import { SluiceError } from '../errors.js';
-import { cancellationCleanupChannel, requestCancelledChannel } from '../telemetry/channels.js';
-import type { CancellationCleanupEvent, RequestCancelledEvent } from '../telemetry/channels.js';
+import { requestCancelledChannel } from './channels.js';
+import type { RequestCancelledEvent } from './channels.js';
 import { TrackHandle, kRefusedCapacity, kRefusedInvalidId, settleHandle } from './handle.js';
 import type { HandleContext, HandleRef, TrackRefusal } from './handle.js';
-import { KeyEncoder, kMaxKeyBytes, scopeEndOf, validRequestId, writeWtf8 } from './key.js';
+import { KeyEncoder, kMaxKeyBytes, validRequestId, writeWtf8 } from './key.js';
 import type { RequestId } from './key.js';
 import {
   kCounterCount, kCtAllowance, kCtCancellations, kCtCancellationsRefused, kCtEvictions, kCtExpired, kCtInFlightSwept, kCtTrackRefused,
-  kCtTracked, kCtUntracked, kCvAt, kCvReason, kCvReasonLen, kCvScopeHash, kCvStamp, kIvOwner, kStBuckets,
-  kStDeleteVersion, kStPool, kStMagic, kStReclaimLock, kStRows, kStStamp, kStateMagic, kTableCancellations, kTableInFlight,
+  kCtTracked, kCtUntracked,
+  kCvAt, kCvReason, kCvReasonLen, kCvScopeHash, kCvStamp, kIvOwner, kStBuckets, kStPool, kStMagic, kStRows, kStStamp,
+  kStateMagic, kTableCancellations, kTableInFlight,
 } from './layout.js';
+import { QuotaPolicy, checkCount, checkRegistryOptions, kCancelValueWords, rowGone } from './policy.js';
+import type { CleanupResult, RegistryOptions } from './policy.js';
 import { kMaxReasonBytes, sanitizeReason } from './reason.js';
 
-export interface RegistryOptions {
-  /** Global cap on cancellation rows: a memory backstop that evicts, never refuses. Default 10 000. */
-  maxRows?: number;
-  /** Per-scope quota on cancellation rows; past it `cancel` refuses. `Infinity` turns it off. Default 256. */
-  maxRowsPerScope?: number;
-  /** Concurrent tracked requests across every thread; past it `track` refuses. Default 65 536. */
-  inFlightCapacity?: number;
-  /** Threads that may attach at once (released entries are reused). Default 1024, at most 4096. */
-  maxThreads?: number;
-}
+export type { CleanupResult, RegistryOptions } from './policy.js';
+export { registryByteLength } from './policy.js';
 
 /** Structured-cloneable: post it to any thread and `attachRegistry` it there. */
 export interface RegistryDescriptor {
@@ -42,13 +37,6 @@ export interface RegistryDescriptor {
 export type CancelResult =
   | { readonly ok: true }
   | { readonly ok: false; readonly error: 'cancellation_limit_reached' | 'invalid_request_id' };
-
-export interface CleanupResult {
-  /** Cancellation rows older than the TTL. */
-  removed: number;
-  /** In-flight rows whose owning thread had exited. */
-  inFlightRemoved: number;
-}
 
 /** Node-wide counts, from any thread. Totals are cumulative since the registry was created. */
 export interface RegistryCounters {
@@ -75,39 +63,21 @@ export interface RegistryCounters {
 const kOk: CancelResult = Object.freeze({ ok: true });
 const kLimit: CancelResult = Object.freeze({ ok: false, error: 'cancellation_limit_reached' });
 const kInvalid: CancelResult = Object.freeze({ ok: false, error: 'invalid_request_id' });
-const kCancelValueWords = kCvReason + kMaxReasonBytes / 4;
-/** Scopes remembered as full, per thread, before the memo is dropped. */
-const kFullScopeMemo = 4096;
 const kDecoder = new TextDecoder();
-
-function checkCount(name: string, value: unknown, fallback: number, min: number, max: number, infinite = false): number {
-  if (value === undefined) return fallback;
-  if (infinite && value === Infinity) return Infinity;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    throw new SluiceError('invalid_option', `${name} must be an integer from ${min} to ${max}${infinite ? ' or Infinity' : ''}, got ${String(value)}`);
-  }
-  return value;
-}
 
 /** Allocates a registry in shared memory; the calling thread is attached to it. */
 export function createRegistry(options: RegistryOptions = {}): Registry {
-  if (options === null || typeof options !== 'object') throw new SluiceError('invalid_option', 'options must be an object');
-  const maxRows = checkCount('maxRows', options.maxRows, 10_000, 1, 10_000_000);
-  const maxRowsPerScope = checkCount('maxRowsPerScope', options.maxRowsPerScope, 256, 1, 10_000_000, true);
-  const inFlightCapacity = checkCount('inFlightCapacity', options.inFlightCapacity, 65_536, 1, 1 << 24);
-  const maxThreads = checkCount('maxThreads', options.maxThreads, 1024, 1, 4096);
+  const { maxRows, maxRowsPerScope, inFlightCapacity, maxThreads, cancellationSlots, buckets } = checkRegistryOptions(options);
   const roster = Roster.create({ capacity: maxThreads, counters: kCounterCount });
   const inFlight = ShmTable.create({ capacity: inFlightCapacity, maxKeyBytes: kMaxKeyBytes, valueWords: 2, tableId: kTableInFlight }, roster);
   // One batch of slack: writers racing past the cap overshoot it before a reclaim catches up.
   const cancellations = ShmTable.create({
-    capacity: maxRows + Math.max(16, Math.ceil(maxRows / 20)),
+    capacity: cancellationSlots,
     maxKeyBytes: kMaxKeyBytes,
     valueWords: kCancelValueWords,
     tableId: kTableCancellations,
     seed: inFlight.seed, // one hash serves both tables
   }, roster);
-  let buckets = 1024;
-  while (buckets < maxRows * 4) buckets *= 2;
   const state = new SharedArrayBuffer((kStBuckets + buckets) * 4);
   const words = new Int32Array(state);
   words[kStPool] = inFlightCapacity;
@@ -128,18 +98,6 @@ export function createRegistry(options: RegistryOptions = {}): Registry {
 /** Attaches the calling thread to a registry created elsewhere; the same registry, not a copy. */
 export function attachRegistry(descriptor: RegistryDescriptor): Registry {
   return new Registry(descriptor);
-}
-
-/** Bytes of shared memory a registry with these options allocates. */
-export function registryByteLength(options: RegistryOptions = {}): number {
-  const maxRows = options.maxRows ?? 10_000;
-  const inFlightCapacity = options.inFlightCapacity ?? 65_536;
-  let buckets = 1024;
-  while (buckets < maxRows * 4) buckets *= 2;
-  return Roster.byteLength(options.maxThreads ?? 1024, kCounterCount)
-    + ShmTable.byteLength(inFlightCapacity, kMaxKeyBytes, 2)
-    + ShmTable.byteLength(maxRows + Math.max(16, Math.ceil(maxRows / 20)), kMaxKeyBytes, kCancelValueWords)
-    + (kStBuckets + buckets) * 4;
 }
 
 /**
@@ -163,10 +121,11 @@ export class Registry {
   readonly #enc: KeyEncoder;
   readonly #reasonBytes = new Uint8Array(kMaxReasonBytes + 4);
   readonly #reasonWords = new Int32Array(this.#reasonBytes.buffer);
-  readonly #fullScopes = new Map<string, number>();
   /** Capacity a thread takes from the shared pool at a time (1 for small capacities: exact). */
   readonly #chunk: number;
   readonly #handles: HandleContext;
+  /** Quota and eviction: called only when a bucket is at the quota, the cap is reached, or by cleanup. */
+  readonly #policy: QuotaPolicy;
 
   constructor(descriptor: RegistryDescriptor) {
     if (descriptor?.kind !== 'sluice/registry' || !(descriptor.state instanceof SharedArrayBuffer)) {
@@ -188,6 +147,10 @@ export class Registry {
     this.#enc = new KeyEncoder(this.#inFlight.seed);
     this.#handles = { table: this.#inFlight, words: this.#inFlight.i32, reasons: this };
     this.#chunk = Math.max(1, Math.min(32, Math.floor(this.inFlightCapacity / 256)));
+    this.#policy = new QuotaPolicy({
+      roster: this.#roster, inFlight: this.#inFlight, cancels: this.#cancels, state: this.#state, bucketMask: this.#bucketMask,
+      member: this.#member, counters: this.#counters, cb: this.#cb, enc: this.#enc, maxRows: this.maxRows, maxRowsPerScope: this.maxRowsPerScope,
+    });
     // A dead writer's claim, undone by release: give back what it had counted.
     this.#inFlight.onRecovered = () => { Atomics.add(this.#state, kStPool, 1); };
     this.#cancels.onRecovered = () => { Atomics.sub(this.#state, kStRows, 1); };
@@ -303,11 +266,11 @@ export class Registry {
     if (!enc.encode(id, checkScope(scope))) return kInvalid;
     const state = this.#state;
     const bucket = kStBuckets + (enc.scopeHash & this.#bucketMask);
-    if (only === undefined && this.maxRowsPerScope !== Infinity && Atomics.load(state, bucket) >= this.maxRowsPerScope && this.#scopeFull(scope)) {
+    if (only === undefined && this.maxRowsPerScope !== Infinity && Atomics.load(state, bucket) >= this.maxRowsPerScope && this.#policy.scopeFull(scope)) {
       this.#counters[this.#cb + kCtCancellationsRefused]++;
       return kLimit;
     }
-    if (Atomics.load(state, kStRows) >= this.maxRows) this.#reclaim(false);
+    if (Atomics.load(state, kStRows) >= this.maxRows) this.#policy.reclaim(false);
     const text = sanitizeReason(reason);
     // sanitizeReason drops unpaired surrogates and keeps ≤ kMaxReasonChars code points, so the
     // WTF-8 writer produces plain UTF-8 and always fits (a JS loop: encodeInto is a C++ call).
@@ -320,7 +283,7 @@ export class Registry {
     Atomics.add(state, kStRows, 1);
     let slot = table.claim(key.words, key.length, hash, this.#member);
     for (let tries = 0; slot < 0 && tries < 4; tries++) {
-      this.#reclaim(true);
+      this.#policy.reclaim(true);
       slot = table.claim(key.words, key.length, hash, this.#member);
     }
     if (slot < 0) {
@@ -349,9 +312,9 @@ export class Registry {
     for (let s = table.find(key.words, key.length, hash); s >= 0; s = table.next()) {
       if (s === slot) continue;
       if (((w[table.valueIndex(s) + kCvStamp] - stamp) | 0) < 0) {
-        if (table.remove(s, table.matchCtl) !== 0) this.#rowGone(bucket);
+        if (table.remove(s, table.matchCtl) !== 0) rowGone(state, bucket);
       } else {
-        if (table.remove(slot, ctl) !== 0) this.#rowGone(bucket);
+        if (table.remove(slot, ctl) !== 0) rowGone(state, bucket);
         break;
       }
     }
@@ -405,7 +368,7 @@ export class Registry {
     const table = this.#cancels;
     const bucket = kStBuckets + (enc.scopeHash & this.#bucketMask);
     for (let s = table.find(key.words, key.length, enc.hash); s >= 0; s = table.next()) {
-      if (table.remove(s, table.matchCtl) !== 0) this.#rowGone(bucket);
+      if (table.remove(s, table.matchCtl) !== 0) rowGone(this.#state, bucket);
     }
   }
 
@@ -415,36 +378,7 @@ export class Registry {
    */
   cleanup(ttlMs: number): CleanupResult {
     if (typeof ttlMs !== 'number' || !(ttlMs >= 0)) throw new SluiceError('invalid_option', `ttlMs must be a number >= 0, got ${String(ttlMs)}`);
-    const now = Date.now();
-    let removed = 0;
-    const cancels = this.#cancels;
-    for (let s = 0; s < cancels.slots; s++) {
-      const c = cancels.ctl(s);
-      if ((c & kStateMask) !== kLive) continue;
-      const v = cancels.valueIndex(s);
-      if (now - cancels.f64[(v + kCvAt) >>> 1] > ttlMs && cancels.remove(s, c) !== 0) {
-        this.#rowGone(kStBuckets + (cancels.i32[v + kCvScopeHash] & this.#bucketMask));
-        removed++;
-      }
-    }
-    let inFlightRemoved = 0;
-    const inFlight = this.#inFlight;
-    for (let s = 0; s < inFlight.slots; s++) {
-      const c = inFlight.ctl(s);
-      if ((c & kStateMask) !== kLive) continue;
-      if (!this.#roster.alive(inFlight.i32[inFlight.valueIndex(s) + kIvOwner]) && inFlight.remove(s, c) !== 0) {
-        Atomics.add(this.#state, kStPool, 1);
-        inFlightRemoved++;
-      }
-    }
-    this.#counters[this.#cb + kCtExpired] += removed;
-    this.#counters[this.#cb + kCtInFlightSwept] += inFlightRemoved;
-    const result: CleanupResult = { removed, inFlightRemoved };
-    if (cancellationCleanupChannel.hasSubscribers) {
-      const event: CancellationCleanupEvent = { removed, inFlightRemoved };
-      cancellationCleanupChannel.publish(event);
-    }
-    return result;
+    return this.#policy.expire(ttlMs);
   }
 
   /**
@@ -501,100 +435,6 @@ export class Registry {
   /** Structural check of both tables at rest (see `ShmTable.verify`); empty when sound. */
   verify(): string[] {
     return [...this.#inFlight.verify().map((p) => `in-flight: ${p}`), ...this.#cancels.verify().map((p) => `cancellations: ${p}`)];
-  }
-
-  #rowGone(bucket: number): void {
-    Atomics.sub(this.#state, bucket, 1);
-    Atomics.sub(this.#state, kStRows, 1);
-    Atomics.add(this.#state, kStDeleteVersion, 1);
-  }
-
-  /**
-   * The exact test behind the per-scope quota, taken only when the scope's hash bucket (shared by
-   * colliding scopes, so an upper bound) is at the quota. A scope found full is remembered until a
-   * row is deleted anywhere, so a flood against a full scope does not rescan.
-   */
-  #scopeFull(scope: string): boolean {
-    const version = Atomics.load(this.#state, kStDeleteVersion);
-    if (this.#fullScopes.get(scope) === version) return true;
-    const enc = this.#enc;
-    const prefix = enc.key.bytes;
-    const prefixLength = enc.scopeEnd;
-    const scopeHash = enc.scopeHash;
-    const table = this.#cancels;
-    const words = table.i32;
-    const bytes = new Uint8Array(words.buffer);
-    let count = 0;
-    for (let s = 0; s < table.slots && count < this.maxRowsPerScope; s++) {
-      if ((table.ctl(s) & kStateMask) !== kLive || words[table.valueIndex(s) + kCvScopeHash] !== scopeHash) continue;
-      const k = table.keyIndex(s) * 4;
-      let j = 0;
-      while (j < prefixLength && bytes[k + j] === prefix[j]) j++;
-      if (j === prefixLength) count++;
-    }
-    if (count < this.maxRowsPerScope) return false;
-    if (this.#fullScopes.size >= kFullScopeMemo) this.#fullScopes.clear();
-    this.#fullScopes.set(scope, version);
-    return true;
-  }
-
-  /**
-   * Global cap: evicts a batch of maxRows/20 rows, largest scope first and oldest first within
-   * it, spilling into the next largest; equal sizes fall back to age. Age is the cancellation
-   * time, then the order of insertion (rows stamped in the same millisecond).
-   * One thread reclaims at a time; others go on (the cap is a backstop, overshoot is bounded by
-   * the number of racing writers). `force` waits for no one: the table had no free slot.
-   */
-  #reclaim(force: boolean): void {
-    const state = this.#state;
-    const token = this.#member.token;
-    if (Atomics.compareExchange(state, kStReclaimLock, 0, token) !== 0) {
-      const holder = Atomics.load(state, kStReclaimLock);
-      const stale = holder !== 0 && !this.#roster.alive(holder);
-      if (!(stale && Atomics.compareExchange(state, kStReclaimLock, holder, token) === holder) && !force) return;
-    }
-    try {
-      const table = this.#cancels;
-      const bytes = new Uint8Array(table.i32.buffer);
-      interface Row { slot: number; ctl: number; at: number; stamp: number; scope: string; id: string }
-      const rows: Row[] = [];
-      const sizes = new Map<string, number>();
-      for (let s = 0; s < table.slots; s++) {
-        const ctl = table.ctl(s);
-        if ((ctl & kStateMask) !== kLive) continue;
-        const k = table.keyIndex(s) * 4;
-        const scopeEnd = scopeEndOf(bytes, k);
-        // Latin-1 strings of the raw bytes compare bytewise with `<`.
-        const scope = String.fromCharCode(...bytes.subarray(k, k + scopeEnd));
-        const id = String.fromCharCode(...bytes.subarray(k + scopeEnd, k + table.keyLength(s)));
-        const at = table.f64[(table.valueIndex(s) + kCvAt) >>> 1];
-        const stamp = table.i32[table.valueIndex(s) + kCvStamp];
-        if (table.ctl(s) !== ctl) continue;
-        rows.push({ slot: s, ctl, at, stamp, scope, id });
-        sizes.set(scope, (sizes.get(scope) ?? 0) + 1);
-      }
-      rows.sort((a, b) => {
-        const bySize = (sizes.get(b.scope) ?? 0) - (sizes.get(a.scope) ?? 0);
-        if (bySize !== 0) return bySize;
-        if (a.at !== b.at) return a.at - b.at;
-        // Same millisecond: insertion order (stamps are unique and wrap-safe over any live window).
-        if (a.stamp !== b.stamp) return (a.stamp - b.stamp) | 0;
-        if (a.scope !== b.scope) return a.scope < b.scope ? -1 : 1;
-        return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
-      });
-      const batch = Math.max(1, Math.floor(this.maxRows / 20));
-      let evicted = 0;
-      for (let i = 0; i < rows.length && evicted < batch; i++) {
-        const row = rows[i];
-        if (table.remove(row.slot, row.ctl) !== 0) {
-          this.#rowGone(kStBuckets + (table.i32[table.valueIndex(row.slot) + kCvScopeHash] & this.#bucketMask));
-          evicted++;
-        }
-      }
-      this.#counters[this.#cb + kCtEvictions] += evicted;
-    } finally {
-      Atomics.compareExchange(state, kStReclaimLock, token, 0);
-    }
   }
 
   /** Test seam: records a row with a chosen timestamp, as `cancel` would (no in-flight gate). */

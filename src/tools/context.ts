@@ -156,7 +156,7 @@ export class ToolContext {
     if (this.#requester === undefined) return Promise.reject(new SluiceError('invalid_option', 'this request cannot carry requests to the client (2026-07-28: use inputRequired; pool tools: not supported)'));
     const capability = method === 'sampling/createMessage' ? 'sampling' : method === 'elicitation/create' ? 'elicitation' : method === 'roots/list' ? 'roots' : undefined;
     if (capability !== undefined && this.#input?.clientCapabilities?.[capability] === undefined) {
-      return Promise.reject(new SluiceError('invalid_option', `the client did not declare the ${capability} capability`));
+      return Promise.reject(new SluiceError('missing_client_capability', `the client did not declare the ${capability} capability`));
     }
     if (this.cancelled) return Promise.reject(new CancelledError(this.reason));
     return this.#requester(method, params);

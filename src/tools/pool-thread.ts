@@ -7,8 +7,8 @@ import { importToolsModule } from '../catalog/catalog.js';
 import { Refusal, checkArguments, errorText, toToolResult, toolFailure } from './define.js';
 import type { CallToolResult, Tool } from './define.js';
 import type { PoolOutcome, PoolTask, PoolThreadData, PoolThreadMessage } from './pool.js';
-import { ProtocolError } from '../protocol/wire.js';
-import type { ProtocolErrorWire } from '../protocol/wire.js';
+import { ProtocolError } from '../errors.js';
+import type { ProtocolErrorWire } from '../errors.js';
 
 let registry: Registry | undefined;
 let tools: Promise<Map<string, Tool>> | undefined;
@@ -79,7 +79,7 @@ export async function runPoolTask(data: PoolThreadData, task: PoolTask): Promise
 
 /** A ProtocolError as JSON data (its `data` reaches the client as JSON anyway; dropped if it is not JSON). */
 function plainProtocolError(error: ProtocolError): ProtocolErrorWire {
-  const wire = error.toWire();
+  const wire = error.toRpcWire();
   if (wire.data === undefined) return wire;
   try {
     const json = JSON.stringify(wire.data);

@@ -5,7 +5,7 @@ import type { Registry, RegistryDescriptor, TrackHandle } from '../registry/inde
 import { threadEntry } from '../thread-entry.js';
 import type { ProgressSink } from './context.js';
 import type { CallToolResult } from './define.js';
-import type { ProtocolErrorWire } from '../protocol/wire.js';
+import type { ProtocolErrorWire } from '../errors.js';
 
 /**
  * What a pool task sends back, as plain data: the tool's result (a failure other than a protocol

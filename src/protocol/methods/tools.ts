@@ -94,7 +94,7 @@ class ToolMethods {
 /** What a pool task sent back: its result, or the ProtocolError it threw (rebuilt from plain data). */
 function poolResult(outcome: PoolOutcome): CallToolResult {
   if (outcome.ok) return outcome.result;
-  throw ProtocolError.fromWire(outcome.error);
+  throw ProtocolError.fromRpcWire(outcome.error);
 }
 
 /** A thrown error becomes isError content; protocol errors stay protocol errors. */

@@ -1,0 +1,259 @@
+/**
+ * The registry's quota and eviction policy, apart from the request path: option checks and sizing,
+ * the exact per-scope quota test, the global cap's eviction (largest scope first, oldest first),
+ * and the TTL sweep behind `cleanup`. Each runs only off the hot path: `track`/`untrack`/`clear`
+ * never call into this module but for `rowGone` (a plain function, inlined like the method it was).
+ */
+import { Roster, ShmTable, kLive, kStateMask } from '../../native-free-shm/index.js';
+import type { RosterMember } from '../../native-free-shm/index.js';
+import { SluiceError } from '../errors.js';
+import { cancellationCleanupChannel } from './channels.js';
+import type { CancellationCleanupEvent } from './channels.js';
+import { kMaxKeyBytes, scopeEndOf } from './key.js';
+import type { KeyEncoder } from './key.js';
+import {
+  kCounterCount, kCtEvictions, kCtExpired, kCtInFlightSwept, kCvAt, kCvReason, kCvScopeHash, kCvStamp, kIvOwner,
+  kStBuckets, kStDeleteVersion, kStPool, kStReclaimLock, kStRows,
+} from './layout.js';
+import { kMaxReasonBytes } from './reason.js';
+
+export interface RegistryOptions {
+  /** Global cap on cancellation rows: a memory backstop that evicts, never refuses. Default 10 000. */
+  maxRows?: number;
+  /** Per-scope quota on cancellation rows; past it `cancel` refuses. `Infinity` turns it off. Default 256. */
+  maxRowsPerScope?: number;
+  /** Concurrent tracked requests across every thread; past it `track` refuses. Default 65 536. */
+  inFlightCapacity?: number;
+  /** Threads that may attach at once (released entries are reused). Default 1024, at most 4096. */
+  maxThreads?: number;
+}
+
+export interface CleanupResult {
+  /** Cancellation rows older than the TTL. */
+  removed: number;
+  /** In-flight rows whose owning thread had exited. */
+  inFlightRemoved: number;
+}
+
+/** Int32 words of a cancellation row's value: stamp, time, scope hash, reason. */
+export const kCancelValueWords = kCvReason + kMaxReasonBytes / 4;
+/** Scopes remembered as full, per thread, before the memo is dropped. */
+const kFullScopeMemo = 4096;
+
+/** An integer option in [min, max] (or Infinity when `infinite`), `fallback` when undefined. */
+export function checkCount(name: string, value: unknown, fallback: number, min: number, max: number, infinite = false): number {
+  if (value === undefined) return fallback;
+  if (infinite && value === Infinity) return Infinity;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    throw new SluiceError('invalid_option', `${name} must be an integer from ${min} to ${max}${infinite ? ' or Infinity' : ''}, got ${String(value)}`);
+  }
+  return value;
+}
+
+/** The options checked and defaulted, and the sizes they give. */
+export interface RegistrySizing {
+  maxRows: number;
+  maxRowsPerScope: number;
+  inFlightCapacity: number;
+  maxThreads: number;
+  /** Cancellation-table slots: the cap plus one batch of slack (writers racing past the cap overshoot it before a reclaim catches up). */
+  cancellationSlots: number;
+  /** Per-scope row counters, hashed (a power of two, at least 4 per row of the cap). */
+  buckets: number;
+}
+
+export function checkRegistryOptions(options: RegistryOptions): RegistrySizing {
+  if (options === null || typeof options !== 'object') throw new SluiceError('invalid_option', 'options must be an object');
+  const maxRows = checkCount('maxRows', options.maxRows, 10_000, 1, 10_000_000);
+  return {
+    maxRows,
+    maxRowsPerScope: checkCount('maxRowsPerScope', options.maxRowsPerScope, 256, 1, 10_000_000, true),
+    inFlightCapacity: checkCount('inFlightCapacity', options.inFlightCapacity, 65_536, 1, 1 << 24),
+    maxThreads: checkCount('maxThreads', options.maxThreads, 1024, 1, 4096),
+    cancellationSlots: cancellationSlots(maxRows),
+    buckets: bucketsFor(maxRows),
+  };
+}
+
+function cancellationSlots(maxRows: number): number {
+  return maxRows + Math.max(16, Math.ceil(maxRows / 20));
+}
+
+function bucketsFor(maxRows: number): number {
+  let buckets = 1024;
+  while (buckets < maxRows * 4) buckets *= 2;
+  return buckets;
+}
+
+/** Bytes of shared memory a registry with these options allocates (options unchecked, as before). */
+export function registryByteLength(options: RegistryOptions = {}): number {
+  const maxRows = options.maxRows ?? 10_000;
+  const inFlightCapacity = options.inFlightCapacity ?? 65_536;
+  return Roster.byteLength(options.maxThreads ?? 1024, kCounterCount)
+    + ShmTable.byteLength(inFlightCapacity, kMaxKeyBytes, 2)
+    + ShmTable.byteLength(cancellationSlots(maxRows), kMaxKeyBytes, kCancelValueWords)
+    + (kStBuckets + bucketsFor(maxRows)) * 4;
+}
+
+/** A cancellation row was deleted: its scope bucket, the row count, and the delete version move. */
+export function rowGone(state: Int32Array, bucket: number): void {
+  Atomics.sub(state, bucket, 1);
+  Atomics.sub(state, kStRows, 1);
+  Atomics.add(state, kStDeleteVersion, 1);
+}
+
+/** What the policy works on: one attached registry's tables, state and this thread's member. */
+export interface PolicyContext {
+  readonly roster: Roster;
+  readonly inFlight: ShmTable;
+  readonly cancels: ShmTable;
+  readonly state: Int32Array;
+  readonly bucketMask: number;
+  readonly member: RosterMember;
+  readonly counters: Float64Array;
+  /** This thread's first counter. */
+  readonly cb: number;
+  /** The registry's key encoder, holding the key `scopeFull` is asked about. */
+  readonly enc: KeyEncoder;
+  readonly maxRows: number;
+  readonly maxRowsPerScope: number;
+}
+
+/** The quota and eviction policy of one attached registry (one per thread, like the Registry). */
+export class QuotaPolicy {
+  readonly #c: PolicyContext;
+  readonly #fullScopes = new Map<string, number>();
+
+  constructor(context: PolicyContext) {
+    this.#c = context;
+  }
+
+  /**
+   * The exact test behind the per-scope quota, taken only when the scope's hash bucket (shared by
+   * colliding scopes, so an upper bound) is at the quota. A scope found full is remembered until a
+   * row is deleted anywhere, so a flood against a full scope does not rescan. The scope's key must
+   * be in the encoder (the caller just encoded it).
+   */
+  scopeFull(scope: string): boolean {
+    const c = this.#c;
+    const version = Atomics.load(c.state, kStDeleteVersion);
+    if (this.#fullScopes.get(scope) === version) return true;
+    const enc = c.enc;
+    const prefix = enc.key.bytes;
+    const prefixLength = enc.scopeEnd;
+    const scopeHash = enc.scopeHash;
+    const table = c.cancels;
+    const words = table.i32;
+    const bytes = new Uint8Array(words.buffer);
+    let count = 0;
+    for (let s = 0; s < table.slots && count < c.maxRowsPerScope; s++) {
+      if ((table.ctl(s) & kStateMask) !== kLive || words[table.valueIndex(s) + kCvScopeHash] !== scopeHash) continue;
+      const k = table.keyIndex(s) * 4;
+      let j = 0;
+      while (j < prefixLength && bytes[k + j] === prefix[j]) j++;
+      if (j === prefixLength) count++;
+    }
+    if (count < c.maxRowsPerScope) return false;
+    if (this.#fullScopes.size >= kFullScopeMemo) this.#fullScopes.clear();
+    this.#fullScopes.set(scope, version);
+    return true;
+  }
+
+  /**
+   * Global cap: evicts a batch of maxRows/20 rows, largest scope first and oldest first within
+   * it, spilling into the next largest; equal sizes fall back to age. Age is the cancellation
+   * time, then the order of insertion (rows stamped in the same millisecond).
+   * One thread reclaims at a time; others go on (the cap is a backstop, overshoot is bounded by
+   * the number of racing writers). `force` waits for no one: the table had no free slot.
+   */
+  reclaim(force: boolean): void {
+    const c = this.#c;
+    const state = c.state;
+    const token = c.member.token;
+    if (Atomics.compareExchange(state, kStReclaimLock, 0, token) !== 0) {
+      const holder = Atomics.load(state, kStReclaimLock);
+      const stale = holder !== 0 && !c.roster.alive(holder);
+      if (!(stale && Atomics.compareExchange(state, kStReclaimLock, holder, token) === holder) && !force) return;
+    }
+    try {
+      const table = c.cancels;
+      const bytes = new Uint8Array(table.i32.buffer);
+      interface Row { slot: number; ctl: number; at: number; stamp: number; scope: string; id: string }
+      const rows: Row[] = [];
+      const sizes = new Map<string, number>();
+      for (let s = 0; s < table.slots; s++) {
+        const ctl = table.ctl(s);
+        if ((ctl & kStateMask) !== kLive) continue;
+        const k = table.keyIndex(s) * 4;
+        const scopeEnd = scopeEndOf(bytes, k);
+        // Latin-1 strings of the raw bytes compare bytewise with `<`.
+        const scope = String.fromCharCode(...bytes.subarray(k, k + scopeEnd));
+        const id = String.fromCharCode(...bytes.subarray(k + scopeEnd, k + table.keyLength(s)));
+        const at = table.f64[(table.valueIndex(s) + kCvAt) >>> 1];
+        const stamp = table.i32[table.valueIndex(s) + kCvStamp];
+        if (table.ctl(s) !== ctl) continue;
+        rows.push({ slot: s, ctl, at, stamp, scope, id });
+        sizes.set(scope, (sizes.get(scope) ?? 0) + 1);
+      }
+      rows.sort((a, b) => {
+        const bySize = (sizes.get(b.scope) ?? 0) - (sizes.get(a.scope) ?? 0);
+        if (bySize !== 0) return bySize;
+        if (a.at !== b.at) return a.at - b.at;
+        // Same millisecond: insertion order (stamps are unique and wrap-safe over any live window).
+        if (a.stamp !== b.stamp) return (a.stamp - b.stamp) | 0;
+        if (a.scope !== b.scope) return a.scope < b.scope ? -1 : 1;
+        return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+      });
+      const batch = Math.max(1, Math.floor(c.maxRows / 20));
+      let evicted = 0;
+      for (let i = 0; i < rows.length && evicted < batch; i++) {
+        const row = rows[i];
+        if (table.remove(row.slot, row.ctl) !== 0) {
+          rowGone(state, kStBuckets + (table.i32[table.valueIndex(row.slot) + kCvScopeHash] & c.bucketMask));
+          evicted++;
+        }
+      }
+      c.counters[c.cb + kCtEvictions] += evicted;
+    } finally {
+      Atomics.compareExchange(state, kStReclaimLock, token, 0);
+    }
+  }
+
+  /**
+   * Removes cancellation rows older than `ttlMs` (strictly) and in-flight rows whose owning thread
+   * has exited. Publishes `sluice:cancellation:cleanup`. `ttlMs` is checked by the caller.
+   */
+  expire(ttlMs: number): CleanupResult {
+    const c = this.#c;
+    const now = Date.now();
+    let removed = 0;
+    const cancels = c.cancels;
+    for (let s = 0; s < cancels.slots; s++) {
+      const ctl = cancels.ctl(s);
+      if ((ctl & kStateMask) !== kLive) continue;
+      const v = cancels.valueIndex(s);
+      if (now - cancels.f64[(v + kCvAt) >>> 1] > ttlMs && cancels.remove(s, ctl) !== 0) {
+        rowGone(c.state, kStBuckets + (cancels.i32[v + kCvScopeHash] & c.bucketMask));
+        removed++;
+      }
+    }
+    let inFlightRemoved = 0;
+    const inFlight = c.inFlight;
+    for (let s = 0; s < inFlight.slots; s++) {
+      const ctl = inFlight.ctl(s);
+      if ((ctl & kStateMask) !== kLive) continue;
+      if (!c.roster.alive(inFlight.i32[inFlight.valueIndex(s) + kIvOwner]) && inFlight.remove(s, ctl) !== 0) {
+        Atomics.add(c.state, kStPool, 1);
+        inFlightRemoved++;
+      }
+    }
+    c.counters[c.cb + kCtExpired] += removed;
+    c.counters[c.cb + kCtInFlightSwept] += inFlightRemoved;
+    const result: CleanupResult = { removed, inFlightRemoved };
+    if (cancellationCleanupChannel.hasSubscribers) {
+      const event: CancellationCleanupEvent = { removed, inFlightRemoved };
+      cancellationCleanupChannel.publish(event);
+    }
+    return result;
+  }
+}

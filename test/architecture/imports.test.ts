@@ -1,0 +1,257 @@
+/**
+ * The import graph of src/ and native-free-shm/, checked against a layer table: no import cycle
+ * between folders, no import from a lower layer into a higher one, and the client and protocol
+ * rules below. Every .ts file is parsed (TypeScript's parser: import/export-from declarations and
+ * dynamic import()); type-only imports count too, since they couple the folders all the same.
+ *
+ * Violations found on the tree when this test was written, in files other developers own, are in
+ * `knownViolations` with a comment each: the test stays green with them, fails on any new one, and
+ * fails on an entry that no longer occurs (delete it: the list only shrinks).
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
+import { describe, expect, it } from 'vitest';
+
+// ---------------------------------------------------------------------------------------------
+// The layer table, bottom first. A file belongs to the entry with the longest matching prefix, so a
+// new subfolder (src/protocol/methods/, src/protocol/eras/, src/transport/http/common/) inherits its
+// folder's layer. A folder or file directly under src/ that no entry matches fails the test: place it.
+
+const kLayers: readonly (readonly string[])[] = [
+  /* 0 */ ['native-free-shm/'],
+  /* 1 */ ['src/errors.ts', 'src/validate.ts', 'src/thread-entry.ts'],
+  /* 2 */ ['src/registry/'],
+  /* 3 */ ['src/telemetry/', 'src/sessions/'],
+  /* 4 */ ['src/tools/', 'src/catalog/'],
+  /* 5 */ ['src/protocol/'],
+  /* 6 */ ['src/transport/'],
+  /* 7 */ ['src/supervisor/', 'src/server/', 'src/worker/', 'src/workers/'],
+  /* 8 */ ['src/client/'], // only the CLI (and the public entry) may use the client; its own imports: kClientMayImport
+  /* 9 */ ['src/cli/'],
+  /* 10 */ ['src/index.ts'], // the public API: nothing inside src/ imports it
+];
+
+/** The client talks to any MCP server: it imports the wire constants and the errors, nothing of the server. */
+const kClientMayImport: readonly string[] = ['src/client/', 'src/protocol/wire.ts', 'src/errors.ts'];
+
+/** The protocol never sees HTTP: none of these may be imported under src/protocol/. */
+const kHttpLibrary = /^(node:)?(http|https|http2|net)$|uWebSockets|uws/i;
+
+/**
+ * Violations on the tree as found (other owners' files), each with why it is there and what fixes
+ * it. Keys: `upward: <from folder> -> <to folder>`, `cycle: <folders, sorted, joined by ' <-> '>`,
+ * `client: <from folder> -> <file>`, `http-in-protocol: <file> -> <specifier>`.
+ */
+const knownViolations: readonly string[] = [
+  // catalog/{catalog,prompts,resources}.ts import tools/define.js and tools/context.js (ContentBlock,
+  // ToolContext types, loading tool definitions), and tools/pool-thread.ts imports catalog/catalog.js
+  // (loading the tools module in a pool thread). Fix: the pool thread's module loading moves to a
+  // folder above both, or the shared types (ContentBlock, the context) move below them.
+  'cycle: src/catalog <-> src/tools',
+];
+
+// ---------------------------------------------------------------------------------------------
+// The graph
+
+const kRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+
+interface Edge {
+  /** Repository-relative, '/'-separated. */
+  from: string;
+  /** The resolved file for a relative specifier; the specifier itself otherwise. */
+  to: string;
+  relative: boolean;
+}
+
+function posix(path: string): string {
+  return path.split(sep).join('/');
+}
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(join(kRoot, dir), { withFileTypes: true }).flatMap((entry) => {
+    const path = `${dir}/${entry.name}`;
+    if (entry.isDirectory()) return sourceFiles(path);
+    return entry.name.endsWith('.ts') && !entry.name.endsWith('.d.ts') ? [path] : [];
+  });
+}
+
+function specifiers(file: string): string[] {
+  const source = ts.createSourceFile(file, readFileSync(join(kRoot, file), 'utf8'), ts.ScriptTarget.Latest, false);
+  const found: string[] = [];
+  const visit = (node: ts.Node): void => {
+    if ((ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier !== undefined && ts.isStringLiteral(node.moduleSpecifier)) {
+      found.push(node.moduleSpecifier.text);
+    } else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword && node.arguments.length > 0 && ts.isStringLiteralLike(node.arguments[0])) {
+      found.push(node.arguments[0].text);
+    } else if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument) && ts.isStringLiteral(node.argument.literal)) {
+      found.push(node.argument.literal.text); // typeof import('...')
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return found;
+}
+
+function edgesOf(files: readonly string[]): Edge[] {
+  return files.flatMap((from) => specifiers(from).map((spec): Edge => {
+    if (!spec.startsWith('.')) return { from, to: spec, relative: false };
+    let to = posix(relative(kRoot, resolve(kRoot, dirname(from), spec)));
+    if (to.endsWith('.js')) to = `${to.slice(0, -3)}.ts`;
+    else if (!to.endsWith('.ts') && files.includes(`${to}/index.ts`)) to = `${to}/index.ts`;
+    return { from, to, relative: true };
+  }));
+}
+
+/** The layer of a repository path, or -1 when the table does not place it. */
+function layerOf(path: string): number {
+  let best = -1;
+  let length = -1;
+  kLayers.forEach((prefixes, layer) => {
+    for (const prefix of prefixes) {
+      if ((path === prefix || path.startsWith(prefix)) && prefix.length > length) {
+        best = layer;
+        length = prefix.length;
+      }
+    }
+  });
+  return best;
+}
+
+/**
+ * A file's folder for the cycle rule: its top folder under src/ (a concern's subfolders, such as
+ * protocol/eras and protocol/methods, are one unit: they may use each other); each file directly in
+ * src/ stands alone.
+ */
+function folderOf(path: string): string {
+  const dir = posix(dirname(path));
+  if (dir === 'src') return path;
+  const parts = dir.split('/');
+  return parts[0] === 'src' && parts.length > 2 ? `${parts[0]}/${parts[1]}` : dir;
+}
+
+/** The folder named in an `upward:` key: the top folder of the layer entry (src/protocol, not src/protocol/eras). */
+function unitOf(path: string): string {
+  const parts = path.split('/');
+  if (parts[0] === 'native-free-shm') return 'native-free-shm';
+  return parts.length === 2 ? path : `${parts[0]}/${parts[1]}`;
+}
+
+/** Strongly connected components (Tarjan) of a graph given as adjacency sets. */
+function components(graph: Map<string, Set<string>>): string[][] {
+  let index = 0;
+  const indices = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const out: string[][] = [];
+  const connect = (v: string): void => {
+    indices.set(v, index);
+    low.set(v, index++);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of graph.get(v) ?? []) {
+      if (!indices.has(w)) {
+        connect(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) {
+        low.set(v, Math.min(low.get(v)!, indices.get(w)!));
+      }
+    }
+    if (low.get(v) === indices.get(v)) {
+      const component: string[] = [];
+      let w: string;
+      do {
+        w = stack.pop()!;
+        onStack.delete(w);
+        component.push(w);
+      } while (w !== v);
+      out.push(component);
+    }
+  };
+  for (const v of graph.keys()) if (!indices.has(v)) connect(v);
+  return out;
+}
+
+interface Findings {
+  unplaced: string[];
+  violations: Map<string, string[]>;
+}
+
+function check(files: readonly string[]): Findings {
+  const unplaced = [...new Set(files.filter((f) => layerOf(f) < 0).map(unitOf))];
+  const violations = new Map<string, string[]>();
+  const add = (key: string, where: string): void => {
+    violations.set(key, [...(violations.get(key) ?? []), where]);
+  };
+  const folderGraph = new Map<string, Set<string>>();
+  for (const edge of edgesOf(files)) {
+    const where = `${edge.from} imports ${edge.to}`;
+    if (!edge.relative) {
+      if (edge.from.startsWith('src/protocol/') && kHttpLibrary.test(edge.to)) add(`http-in-protocol: ${edge.from} -> ${edge.to}`, where);
+      continue;
+    }
+    if (!edge.to.startsWith('src/') && !edge.to.startsWith('native-free-shm/')) continue;
+    if (edge.from.startsWith('src/client/') && !kClientMayImport.some((p) => edge.to === p || edge.to.startsWith(p))) {
+      add(`client: ${folderOf(edge.from)} -> ${edge.to}`, where);
+    }
+    const upward = layerOf(edge.to) > layerOf(edge.from);
+    if (upward) add(`upward: ${unitOf(edge.from)} -> ${unitOf(edge.to)}`, where);
+    // Cycles among the remaining (same-layer or downward) edges: a cycle through an upward edge is
+    // reported once, as that upward edge.
+    const a = folderOf(edge.from);
+    const b = folderOf(edge.to);
+    if (!upward && a !== b) {
+      if (!folderGraph.has(a)) folderGraph.set(a, new Set());
+      folderGraph.get(a)!.add(b);
+    }
+  }
+  for (const component of components(folderGraph)) {
+    if (component.length > 1) add(`cycle: ${component.sort().join(' <-> ')}`, component.join(', '));
+  }
+  return { unplaced, violations };
+}
+
+// ---------------------------------------------------------------------------------------------
+
+describe('import graph', () => {
+  const files = [...sourceFiles('src'), ...sourceFiles('native-free-shm')];
+  const findings = check(files);
+
+  it('reads the tree (a parser that finds nothing would pass everything)', () => {
+    expect(files.length).toBeGreaterThan(30);
+    const edges = edgesOf(files);
+    expect(edges.filter((e) => e.relative).length).toBeGreaterThan(100);
+    expect(edges).toContainEqual({ from: 'src/registry/registry.ts', to: 'native-free-shm/index.ts', relative: true });
+  });
+
+  it('places every folder of src/ in the layer table', () => {
+    expect(findings.unplaced, 'add these to kLayers').toEqual([]);
+  });
+
+  it('has no violations but the known ones', () => {
+    const found = [...findings.violations.keys()].sort();
+    const unknown = found.filter((key) => !knownViolations.includes(key));
+    expect(unknown.map((key) => `${key}\n    ${findings.violations.get(key)!.join('\n    ')}`), 'new violations').toEqual([]);
+  });
+
+  it('lists no known violation that is gone (delete it from knownViolations)', () => {
+    expect(knownViolations.filter((key) => !findings.violations.has(key))).toEqual([]);
+  });
+
+  it('catches what it is meant to catch (the checks on a made-up graph)', () => {
+    expect(layerOf('src/protocol/methods/tools.ts')).toBe(layerOf('src/protocol/engine.ts'));
+    expect(layerOf('src/transport/http/common/origin.ts')).toBe(layerOf('src/transport/http/endpoint.ts'));
+    expect(layerOf('src/worker/entry.ts')).toBe(layerOf('src/supervisor/server.ts'));
+    expect(layerOf('src/registry/x.ts')).toBeLessThan(layerOf('src/telemetry/x.ts'));
+    expect(layerOf('native-free-shm/table.ts')).toBe(0);
+    expect(layerOf('src/newfolder/x.ts')).toBe(-1);
+    const graph = new Map([['a', new Set(['b'])], ['b', new Set(['c'])], ['c', new Set(['a'])], ['d', new Set(['a'])]]);
+    expect(components(graph).filter((c) => c.length > 1).map((c) => c.sort())).toEqual([['a', 'b', 'c']]);
+    expect(kHttpLibrary.test('node:http')).toBe(true);
+    expect(kHttpLibrary.test('@trufflesuite/uws-js-unofficial')).toBe(true);
+    expect(kHttpLibrary.test('uWebSockets.js')).toBe(true);
+    expect(kHttpLibrary.test('node:crypto')).toBe(false);
+  });
+});
