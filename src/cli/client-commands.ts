@@ -1,0 +1,239 @@
+/** `sluice call` and `sluice list`: a client against a URL or a stdio command, readable output. */
+import { join } from 'node:path';
+
+import { CancelledError } from '../errors.js';
+import { Client, RpcError } from '../client/client.js';
+import { HttpClientTransport } from '../client/http.js';
+import { StdioClientTransport } from '../client/stdio.js';
+import { UsageError } from './flags.js';
+
+export interface ClientFlags {
+  stdio: string | undefined;
+  timeoutMs: number | undefined;
+  era: 'auto' | 'legacy' | 'modern';
+  json: boolean;
+}
+
+/** The MCP endpoint a user typed: `127.0.0.1:3000` (or `http://127.0.0.1:3000/`) means `http://127.0.0.1:3000/mcp`. */
+export function endpointUrl(text: string): URL {
+  const withScheme = /^[a-z][a-z0-9+.-]*:\/\//i.test(text) ? text : `http://${text}`;
+  let url: URL;
+  try {
+    url = new URL(withScheme);
+  } catch {
+    throw new UsageError(`${JSON.stringify(text)} is not a URL (expected e.g. http://127.0.0.1:3000/mcp)`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`the URL must be http:// or https://, got ${text}`);
+  if (url.pathname === '/') url.pathname = '/mcp';
+  return url;
+}
+
+/** Connects a client to a URL or a stdio server command. */
+function connect(target: string | undefined, flags: ClientFlags): { client: Client; where: string; url: URL | undefined } {
+  if (flags.stdio !== undefined) {
+    const transport = new StdioClientTransport({ command: '/bin/sh', args: ['-c', `exec ${flags.stdio}`], stderr: 'inherit' });
+    return { client: new Client(transport, { era: flags.era }), where: `the stdio server ${JSON.stringify(flags.stdio)}`, url: undefined };
+  }
+  const url = endpointUrl(target!);
+  return { client: new Client(new HttpClientTransport({ url }), { era: flags.era }), where: url.href, url };
+}
+
+/** A connection or protocol failure, with what the user can do about it. */
+function explain(error: unknown, where: string, url: URL | undefined): string {
+  const message = error instanceof Error ? error.message : String(error);
+  const code = (error as { code?: unknown } | null)?.code;
+  if (code === 'ECONNREFUSED') return `cannot connect to ${where}: connection refused (is the server running, on that port?)`;
+  if (code === 'ENOTFOUND') return `cannot connect to ${where}: unknown host`;
+  // The client reports the status only in its message.
+  if (url !== undefined && /answered 404\b/.test(message)) {
+    return url.pathname === '/mcp'
+      ? `${where} answered 404: no MCP endpoint at /mcp (if the server's endpoint has another path, give its full URL)`
+      : `${where} answered 404: no MCP endpoint at ${url.pathname}. Sluice serves at /mcp: try ${url.protocol}//${url.host}/mcp`;
+  }
+  if (error instanceof RpcError) return `the server refused: ${message} (JSON-RPC error ${error.rpcCode})`;
+  return message;
+}
+
+/** `sluice call`: one tool call, progress on stderr, the result on stdout; SIGINT cancels it. */
+export async function call(args: string[], flags: ClientFlags): Promise<number> {
+  const [target, tool, json, ...rest] = flags.stdio === undefined ? args : [undefined, ...args];
+  if (tool === undefined || (flags.stdio === undefined && target === undefined)) throw new UsageError('call needs a server (a URL, or --stdio "<command>") and a tool name');
+  if (rest.length > 0) throw new UsageError(`unexpected arguments after the tool's JSON arguments: ${rest.join(' ')}`);
+  let toolArgs: Record<string, unknown> = {};
+  if (json !== undefined) {
+    try {
+      toolArgs = JSON.parse(json) as Record<string, unknown>;
+    } catch {
+      throw new UsageError(`the tool arguments must be a JSON object, e.g. '{"text":"hi"}', got ${json}`);
+    }
+    if (toolArgs === null || typeof toolArgs !== 'object' || Array.isArray(toolArgs)) throw new UsageError(`the tool arguments must be a JSON object, got ${json}`);
+  }
+  const { client, where, url } = connect(target, flags);
+  const interrupt = new AbortController();
+  const onSigint = () => interrupt.abort('interrupted (SIGINT)');
+  process.once('SIGINT', onSigint);
+  try {
+    const result = await client.callTool(tool, toolArgs, {
+      signal: interrupt.signal,
+      ...(flags.timeoutMs === undefined ? {} : { timeoutMs: flags.timeoutMs }),
+      onProgress: (p) => process.stderr.write(`progress ${p.progress}${p.total === undefined ? '' : `/${p.total}`}${p.message === undefined ? '' : ` ${p.message}`}\n`),
+    });
+    if (flags.json) {
+      process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+      return result.isError === true ? 1 : 0;
+    }
+    if (result.isError === true) {
+      process.stderr.write(`sluice: the tool ${tool} failed:\n${renderResult(result)}`);
+      return 1;
+    }
+    process.stdout.write(renderResult(result));
+    return 0;
+  } catch (error) {
+    if (error instanceof CancelledError) {
+      process.stderr.write(`sluice: cancelled: ${error.reason ?? ''}\n`);
+      return interrupt.signal.aborted ? 130 : 1;
+    }
+    process.stderr.write(`sluice: ${await explainCallFailure(client, tool, error, where, url)}\n`);
+    return 1;
+  } finally {
+    process.off('SIGINT', onSigint);
+    await client.close();
+  }
+}
+
+/** A failed call; for a tool that does not exist, the tools that do. */
+async function explainCallFailure(client: Client, tool: string, error: unknown, where: string, url: URL | undefined): Promise<string> {
+  const text = explain(error, where, url);
+  if (!(error instanceof RpcError) || error.rpcCode !== -32602) return text;
+  let names: string[];
+  try {
+    names = (await listAll(client, 'tools', { timeoutMs: 5_000 })).map((t) => String(t.name));
+  } catch {
+    return text;
+  }
+  if (names.includes(tool)) return text;
+  return `${where} has no tool named ${tool}. Its tools: ${names.length === 0 ? 'none' : names.join(', ')}`;
+}
+
+type Item = Record<string, unknown>;
+
+/** Every page of a list. */
+async function listAll(client: Client, kind: 'tools' | 'resources' | 'resourceTemplates' | 'prompts', options: { timeoutMs?: number } = {}): Promise<Item[]> {
+  const items: Item[] = [];
+  let cursor: string | undefined;
+  for (let page = 0; page < 1000; page++) {
+    const params = cursor === undefined ? {} : { cursor };
+    const result = kind === 'tools' ? await client.listTools(params, options)
+      : kind === 'resources' ? await client.listResources(params, options)
+        : kind === 'resourceTemplates' ? await client.listResourceTemplates(params, options)
+          : await client.listPrompts(params, options);
+    items.push(...((result[kind] as Item[] | undefined) ?? []));
+    cursor = typeof result.nextCursor === 'string' ? result.nextCursor : undefined;
+    if (cursor === undefined) break;
+  }
+  return items;
+}
+
+/** `sluice list`: the tools, resources, resource templates and prompts of a server. */
+export async function list(args: string[], flags: ClientFlags): Promise<number> {
+  const [target, ...rest] = flags.stdio === undefined ? args : [undefined, ...args];
+  if (flags.stdio === undefined && target === undefined) throw new UsageError('list needs a server (a URL, or --stdio "<command>")');
+  if (rest.length > 0) throw new UsageError(`unexpected arguments: ${rest.join(' ')}`);
+  const { client, where, url } = connect(target, flags);
+  const options = flags.timeoutMs === undefined ? {} : { timeoutMs: flags.timeoutMs };
+  try {
+    const tools = await listAll(client, 'tools', options);
+    // A server without resources or prompts may not implement their lists at all.
+    const optional = async (kind: 'resources' | 'resourceTemplates' | 'prompts') => {
+      try {
+        return await listAll(client, kind, options);
+      } catch (error) {
+        if (error instanceof RpcError && error.rpcCode === -32601) return [];
+        throw error;
+      }
+    };
+    const resources = await optional('resources');
+    const resourceTemplates = await optional('resourceTemplates');
+    const prompts = await optional('prompts');
+    if (flags.json) {
+      process.stdout.write(`${JSON.stringify({ tools, resources, resourceTemplates, prompts }, null, 2)}\n`);
+      return 0;
+    }
+    let out = section('Tools', tools.map((t) => [String(t.name), firstLine(t.description)]));
+    if (resources.length > 0) out += section('Resources', resources.map((r) => [String(r.uri), [r.name, r.mimeType === undefined ? undefined : `(${String(r.mimeType)})`, firstLine(r.description)].filter((x) => x !== undefined && x !== '').join('  ')]));
+    if (resourceTemplates.length > 0) out += section('Resource templates', resourceTemplates.map((r) => [String(r.uriTemplate), [r.name, firstLine(r.description)].filter((x) => x !== undefined && x !== '').join('  ')]));
+    if (prompts.length > 0) {
+      out += section('Prompts', prompts.map((p) => {
+        const argsList = Array.isArray(p.arguments) ? (p.arguments as Item[]).map((a) => `${String(a.name)}${a.required === true ? '' : '?'}`) : [];
+        return [String(p.name), [firstLine(p.description), argsList.length > 0 ? `(arguments: ${argsList.join(', ')})` : ''].filter((x) => x !== '').join('  ')];
+      }));
+    }
+    process.stdout.write(out);
+    return 0;
+  } catch (error) {
+    if (error instanceof CancelledError) {
+      process.stderr.write(`sluice: cancelled: ${error.reason ?? ''}\n`);
+      return 1;
+    }
+    process.stderr.write(`sluice: ${explain(error, where, url)}\n`);
+    return 1;
+  } finally {
+    await client.close();
+  }
+}
+
+function firstLine(text: unknown): string {
+  if (typeof text !== 'string') return '';
+  const line = text.split('\n', 1)[0]!.trim();
+  return line.length > 100 ? `${line.slice(0, 99)}…` : line;
+}
+
+function section(title: string, rows: [string, string][]): string {
+  if (rows.length === 0) return `${title}: none\n`;
+  const width = Math.min(32, Math.max(...rows.map(([name]) => name.length)));
+  return `${title} (${rows.length}):\n${rows.map(([name, text]) => `  ${name.padEnd(width)}${text === '' ? '' : `  ${text}`}`.trimEnd()).join('\n')}\n`;
+}
+
+/**
+ * A tool result for a person: text content as text, structured content as indented JSON (the text
+ * that only repeats it is left out), other content as a one-line summary; `_meta` and the like dropped.
+ */
+export function renderResult(result: Record<string, unknown>): string {
+  const structured = result.structuredContent;
+  const structuredJson = structured === undefined ? undefined : JSON.stringify(structured);
+  const parts: string[] = [];
+  for (const item of Array.isArray(result.content) ? (result.content as Item[]) : []) {
+    switch (item.type) {
+      case 'text': {
+        const text = String(item.text ?? '');
+        if (structuredJson !== undefined && sameJson(text, structuredJson)) continue;
+        parts.push(text);
+        break;
+      }
+      case 'image':
+      case 'audio':
+        parts.push(`[${String(item.type)} ${String(item.mimeType ?? '')}, ${Math.floor(String(item.data ?? '').length * 3 / 4)} bytes]`);
+        break;
+      case 'resource_link':
+        parts.push(`[resource ${String(item.uri)}${item.name === undefined ? '' : ` (${String(item.name)})`}]`);
+        break;
+      case 'resource': {
+        const resource = (item.resource ?? {}) as Item;
+        parts.push(typeof resource.text === 'string' ? resource.text : `[resource ${String(resource.uri)}${resource.mimeType === undefined ? '' : `, ${String(resource.mimeType)}`}]`);
+        break;
+      }
+      default:
+        parts.push(JSON.stringify(item));
+    }
+  }
+  if (structured !== undefined) parts.push(JSON.stringify(structured, null, 2));
+  return parts.map((p) => (p.endsWith('\n') ? p : `${p}\n`)).join('');
+}
+
+function sameJson(text: string, json: string): boolean {
+  try {
+    return JSON.stringify(JSON.parse(text)) === json;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,135 @@
+/** `sluice serve`: flags to server options, the HTTP or stdio server, signals, the start-up line. */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createServer } from '../supervisor/server.js';
+import { serveStdioServer } from '../server/stdio-server.js';
+import { kLogLevels } from '../server/options.js';
+import type { LogLevel, ServerOptions } from '../server/options.js';
+import { toolsModuleLabel, toolsModuleUrl } from '../catalog/catalog.js';
+import type { CatalogNames } from '../catalog/catalog.js';
+import { SluiceError } from '../errors.js';
+import { UsageError, choiceFlag, integerFlag } from './flags.js';
+
+/** After a signalled stdio shutdown, how long what is left may run before the process exits. */
+const kExitSlackMs = 500;
+
+export interface ServeFlags {
+  tools?: string | undefined;
+  host?: string | undefined;
+  port?: string | undefined;
+  workers?: string | undefined;
+  http?: string | undefined;
+  stdio?: string | boolean | undefined;
+  metrics?: boolean | undefined;
+  'no-sessions'?: boolean | undefined;
+  'cancel-on-disconnect'?: boolean | undefined;
+  'cors-origin'?: string[] | undefined;
+  'shutdown-grace'?: string | undefined;
+  'log-level'?: string | undefined;
+}
+
+/** The server options `sluice serve` flags stand for (checked: a bad value is a usage error). */
+export function serveOptions(values: ServeFlags): ServerOptions & { tools: string; logLevel: LogLevel } {
+  let tools: string;
+  if (values.tools === undefined) {
+    tools = fileURLToPath(new URL('../../examples/tools.js', import.meta.url));
+  } else {
+    // Resolved here, against the current directory, so every message names the same file.
+    tools = toolsModuleUrl(values.tools);
+    const file = toolsModuleLabel(tools);
+    if (tools.startsWith('file:') && !existsSync(file)) {
+      throw new SluiceError('tools_module_failed', `the tools module ${file} does not exist (--tools ${values.tools}, resolved against the current directory ${process.cwd()})`);
+    }
+  }
+  const shutdownGraceMs = integerFlag('shutdown-grace', values['shutdown-grace'], 0, 2 ** 31 - 1);
+  const origins = values['cors-origin'] ?? [];
+  return {
+    tools,
+    host: values.host,
+    port: integerFlag('port', values.port, 0, 65535) ?? 3000,
+    workers: integerFlag('workers', values.workers, 1, 256),
+    http: choiceFlag('http', values.http, ['auto', 'uws', 'node'] as const),
+    metrics: values.metrics === true,
+    sessions: values['no-sessions'] !== true,
+    logLevel: choiceFlag('log-level', values['log-level'], kLogLevels) ?? 'warn',
+    cancelOnDisconnect: values['cancel-on-disconnect'] === true,
+    ...(origins.length > 0 ? { cors: { origins } } : {}),
+    ...(shutdownGraceMs === undefined ? {} : { shutdownGraceMs }),
+  };
+}
+
+/** `sluice serve`. */
+export async function serve(extra: string[], values: ServeFlags): Promise<number> {
+  if (extra.length > 0) {
+    const hint = /\.[cm]?[jt]s$/.test(extra[0]!) ? ` (to serve a tools module: --tools ${extra[0]})` : '';
+    throw new UsageError(`serve takes no arguments, got ${extra.join(' ')}${hint}`);
+  }
+  const options = serveOptions(values);
+  const { logLevel } = options;
+  if (values.stdio === true) {
+    // Desktop clients stop a stdio server with SIGTERM: shut down as gracefully as over HTTP.
+    const shutdown = new AbortController();
+    const stop = () => { process.stderr.write('sluice: shutting down\n'); shutdown.abort(); };
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+    try {
+      await serveStdioServer({
+        ...options,
+        signal: shutdown.signal,
+        onServing: (served) => { if (logLevel !== 'error') process.stderr.write(`sluice: serving MCP over stdio\n${describeServed(served)}`); },
+      });
+    } finally {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+    }
+    // An inline tool that ignored the shutdown cancel must not hold the process open.
+    if (shutdown.signal.aborted) setTimeout(() => process.exit(0), kExitSlackMs).unref();
+    return 0;
+  }
+  const server = createServer(options);
+  // Signal handlers first: a SIGTERM that arrives while starting must still shut down cleanly.
+  let onSignal = () => {};
+  const stopped = new Promise<void>((resolve) => {
+    onSignal = () => { process.stderr.write('sluice: shutting down\n'); resolve(); };
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
+  });
+  try {
+    const address = await server.listen();
+    if (logLevel !== 'error') {
+      const threads = Math.max(1, server.workerThreadIds.length);
+      const served = server.served === undefined ? '' : describeServed(server.served);
+      process.stderr.write(`sluice: serving MCP at ${address.url} (${server.adapterDetail ?? server.adapter}, ${threads} HTTP thread${threads === 1 ? '' : 's'})\n${served}`);
+    }
+    await stopped;
+    await server.close();
+    return 0;
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+}
+
+/** Longest run of names on the start-up line before the rest are counted instead. */
+const kNamesWidth = 100;
+
+/** The start-up lines naming what is served: "  tools (3): echo, sleep, spin". */
+export function describeServed(served: CatalogNames): string {
+  const rows: [string, readonly string[]][] = [['tools', served.tools], ['resources', served.resources], ['prompts', served.prompts]];
+  let text = '';
+  for (const [what, names] of rows) {
+    if (names.length === 0 && what !== 'tools') continue;
+    let shown = '';
+    let count = 0;
+    for (const name of names) {
+      const next = shown === '' ? name : `${shown}, ${name}`;
+      if (count > 0 && next.length > kNamesWidth) break;
+      shown = next;
+      count++;
+    }
+    const more = names.length > count ? `, and ${names.length - count} more` : '';
+    text += `  ${what} (${names.length}): ${names.length === 0 ? 'none' : shown + more}\n`;
+  }
+  return text;
+}
