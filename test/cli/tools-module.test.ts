@@ -124,13 +124,19 @@ export const pooled: Tool = defineTool({
 export default [shout, pooled] satisfies Tool[];
 `;
 
-/** A Node 22 binary (≥ 22.18 strips types by default), installed for the conformance suite. */
-const kNode22 = fileURLToPath(new URL('../../conformance/node_modules/node/bin/node', import.meta.url));
-const kNode22Alt = '/work/main/conformance/node_modules/node/bin/node';
-const node22 = existsSync(kNode22) ? kNode22 : existsSync(kNode22Alt) ? kNode22Alt : undefined;
+/**
+ * A Node that strips types by default (≥ 22.18): the one running the tests, else the Node 22 that
+ * CI installs into .ci/node-versions (before `npm test`) or the conformance suite's own.
+ */
+const [kMajor, kMinor] = process.versions.node.split('.').map(Number);
+const kStripsTypes = kMajor > 23 || (kMajor === 23 && kMinor >= 6) || (kMajor === 22 && kMinor >= 18);
+const node22 = kStripsTypes ? process.execPath : [
+  fileURLToPath(new URL('../../.ci/node-versions/node_modules/node22/bin/node', import.meta.url)),
+  fileURLToPath(new URL('../../conformance/node_modules/node/bin/node', import.meta.url)),
+].find((path) => existsSync(path));
 
 describe('tools written in TypeScript', () => {
-  it.skipIf(node22 === undefined)('Node 22 serves a .ts tools module with no build step (HTTP workers and the pool)', async () => {
+  it.skipIf(node22 === undefined)(`Node 22 serves a .ts tools module with no build step (HTTP workers and the pool)${node22 === undefined ? ' — SKIPPED: no Node ≥ 22.18 here (npm ci in .ci/node-versions installs one)' : ''}`, async () => {
     const dir = tempDir({ 'tools.ts': kTypeScript });
     const serving = await serveCli(['--port', '0', '--tools', 'tools.ts', '--http', 'node'], { cwd: dir, node: node22! });
     try {
@@ -142,7 +148,7 @@ describe('tools written in TypeScript', () => {
     }
   });
 
-  it.skipIf(Number(process.versions.node.split('.')[0]) >= 22)('Node 20 cannot load it: the error says what to do, and the exit code is 1', async () => {
+  it.skipIf(kStripsTypes)(`Node 20 cannot load it: the error says what to do, and the exit code is 1${kStripsTypes ? ` — SKIPPED: Node ${process.versions.node} loads TypeScript itself` : ''}`, async () => {
     const dir = tempDir({ 'tools.ts': kTypeScript });
     const run = await runCli(['serve', '--port', '0', '--tools', 'tools.ts'], { cwd: dir });
     expect(run.code).toBe(1);

@@ -52,3 +52,11 @@ export function itUws(name: string, fn: () => Promise<unknown> | unknown, timeou
   if (kUwsLoads) it(name, fn, timeout);
   else it.skip(skippedTitle(name), () => {});
 }
+
+/** The suffix a conditionally skipped test carries in its name: why it does not run here ('' when it runs). */
+export function skipNote(runs: boolean, reason: string): string {
+  return runs ? '' : ` — SKIPPED: ${reason}`;
+}
+
+/** Why a case needing node:http's reusePort does not run under this Node. */
+export const kNoReusePortReason = `node:http has no reusePort under Node ${process.versions.node} (needs ≥ 22.12 on Linux)`;

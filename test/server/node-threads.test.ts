@@ -12,7 +12,7 @@ import { createServer } from '../../src/index.js';
 import type { Server } from '../../src/index.js';
 import { reusePortSupport } from '../../src/transport/http/node/reuse-port.js';
 import { findUws, kOfficialPackage, kPackagedPackage } from '../../src/transport/http/uws/load.js';
-import { kNodeReusePort, kUwsLoads } from '../helpers/adapters.js';
+import { kNoReusePortReason, kNodeReusePort, kUwsLoads, skipNote } from '../helpers/adapters.js';
 import { cleanupAfterEach } from '../helpers/cleanup.js';
 import { post } from '../helpers/http.js';
 import { kToolsModule, modernMeta } from '../helpers/server.js';
@@ -65,7 +65,7 @@ describe('reusePort feature detection (by version and platform)', () => {
 });
 
 describe(`node:http with 2 workers on Node ${kNode}`, () => {
-  it.runIf(kNodeReusePort)('serves from 2 threads on one port (reusePort), and warns about nothing', async () => {
+  it.runIf(kNodeReusePort)(`serves from 2 threads on one port (reusePort), and warns about nothing${skipNote(kNodeReusePort, kNoReusePortReason)}`, async () => {
     const logs: string[] = [];
     const s = nodeServer(0, 2, logs);
     const { url } = await s.listen();
@@ -80,7 +80,7 @@ describe(`node:http with 2 workers on Node ${kNode}`, () => {
     expect(logs).toEqual([]);
   });
 
-  it.skipIf(kNodeReusePort)('serves from 1 thread and says why (Node < 22.12 has no reusePort)', async () => {
+  it.skipIf(kNodeReusePort)(`serves from 1 thread and says why (Node < 22.12 has no reusePort)${skipNote(!kNodeReusePort, `Node ${kNode} shares the port through reusePort`)}`, async () => {
     const logs: string[] = [];
     const s = nodeServer(0, 2, logs);
     const { url } = await s.listen();
@@ -101,7 +101,7 @@ describe(`node:http with 2 workers on Node ${kNode}`, () => {
     for (const w of await workersSeen(address.url, 8)) expect(own.has(w)).toBe(true);
   });
 
-  it.runIf(kNodeReusePort)('a foreign reusePort holder of the port is refused too (the exclusive probe)', async () => {
+  it.runIf(kNodeReusePort)(`a foreign reusePort holder of the port is refused too (the exclusive probe)${skipNote(kNodeReusePort, kNoReusePortReason)}`, async () => {
     const holder = createNetServer((socket) => socket.destroy());
     await new Promise<void>((resolve) => holder.listen({ port: 0, host: '127.0.0.1', reusePort: true } as Parameters<typeof holder.listen>[0], resolve));
     cleanup(() => new Promise<void>((resolve) => holder.close(() => resolve())));
@@ -133,27 +133,27 @@ describe('the uWS loader', () => {
     return createRequire(join(root, 'index.js'));
   }
 
-  it.runIf(kUwsLoads)('prefers the official uWebSockets.js when it is installed and its binary loads', () => {
+  it.runIf(kUwsLoads)(`prefers the official uWebSockets.js when it is installed and its binary loads${skipNote(kUwsLoads, `uWebSockets.js cannot load under Node ${kNode}`)}`, () => {
     const { source, officialSkipped } = findUws(sandbox({ binary: 'real', version: '20.99.0' }));
     expect(source.official).toBe(true);
     expect(source.description).toBe(`official uWebSockets.js v20.99.0 (native ${abiFile})`);
     expect(officialSkipped).toBeUndefined();
   });
 
-  it.runIf(kUwsLoads)('falls back to the packaged binding when the official one has no binary for this Node, and says why', () => {
+  it.runIf(kUwsLoads)(`falls back to the packaged binding when the official one has no binary for this Node, and says why${skipNote(kUwsLoads, `uWebSockets.js cannot load under Node ${kNode}`)}`, () => {
     const { source, officialSkipped } = findUws(sandbox({ binary: 'none' }));
     expect(source.official).toBe(false);
     expect(source.description).toMatch(/^uWebSockets\.js from @trufflesuite\/uws-js-unofficial v20\.30\.0/);
     expect(officialSkipped).toContain('the official uWebSockets.js v20.99.0 is installed but its binary does not load');
   });
 
-  it.runIf(kUwsLoads)('without the official package, the packaged binding serves', () => {
+  it.runIf(kUwsLoads)(`without the official package, the packaged binding serves${skipNote(kUwsLoads, `uWebSockets.js cannot load under Node ${kNode}`)}`, () => {
     const { source, officialSkipped } = findUws(sandbox());
     expect(source.packageName).toBe(kPackagedPackage);
     expect(officialSkipped).toBeUndefined();
   });
 
-  it.skipIf(kUwsLoads)(`on Node ${kNode} neither loads: uws_native_unavailable names both reasons`, () => {
+  it.skipIf(kUwsLoads)(`on Node ${kNode} neither loads: uws_native_unavailable names both reasons${skipNote(!kUwsLoads, `the packaged uWS binding loads under Node ${kNode}`)}`, () => {
     expect(() => findUws(sandbox({ binary: 'none' }))).toThrow(expect.objectContaining({
       code: 'uws_native_unavailable',
       message: expect.stringMatching(/official uWebSockets\.js v20\.99\.0 is installed but its binary does not load.*has no native uWebSockets\.js binding for .*ABI/),
