@@ -5,22 +5,10 @@ import { channel } from 'node:diagnostics_channel';
  * thread reaches subscribers in that thread only (see README, "Telemetry").
  */
 
-/** `{ requestId, scope, reason }` each time a cancellation is recorded. */
-export const requestCancelledChannel = channel('sluice:request:cancelled');
-/** `{ removed, inFlightRemoved }` after each `cleanup`. */
-export const cancellationCleanupChannel = channel('sluice:cancellation:cleanup');
+// The registry's two channels are defined where the registry (below telemetry) can reach them.
+export { requestCancelledChannel, cancellationCleanupChannel } from '../registry/channels.js';
+export type { RequestCancelledEvent, CancellationCleanupEvent } from '../registry/channels.js';
 /** `{ method, durationMs, status }` when a request ends. */
 export const requestStopChannel = channel('sluice:request:stop');
 /** `{ requestId, scope }` when a request that ignored its cancellation is killed. */
 export const requestKilledChannel = channel('sluice:request:killed');
-
-export interface RequestCancelledEvent {
-  requestId: string | number;
-  scope: string;
-  reason: string | undefined;
-}
-
-export interface CancellationCleanupEvent {
-  removed: number;
-  inFlightRemoved: number;
-}

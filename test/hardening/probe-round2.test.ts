@@ -1,12 +1,12 @@
 // Defects an outside probe found (issue 11), one test each, over both HTTP adapters where the
 // adapter could matter. Each failed on the main branch before its fix.
 import { request } from 'node:http';
-import { PassThrough } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createServer, defineResourceTemplate, defineTool, serveStdioServer } from '../../src/index.js';
+import { createServer, defineResourceTemplate, defineTool } from '../../src/index.js';
 import type { Server, ServerOptions, Tool } from '../../src/index.js';
 import { SessionStore } from '../../src/sessions/store.js';
 import { post } from '../helpers/http.js';
+import { stdioServer } from '../helpers/stdio.js';
 import { kToolsModule, modernMeta, recordPath, recorded, until } from '../helpers/server.js';
 import { adapters } from '../helpers/adapters.js';
 
@@ -229,22 +229,7 @@ describe('session log levels', () => {
 });
 
 describe('stdio applies the HTTP rules', () => {
-  function stdio() {
-    const input = new PassThrough();
-    const output = new PassThrough();
-    const lines: Record<string, unknown>[] = [];
-    let buffered = '';
-    output.on('data', (chunk: Buffer) => {
-      buffered += chunk.toString('utf8');
-      let i;
-      while ((i = buffered.indexOf('\n')) !== -1) {
-        lines.push(JSON.parse(buffered.slice(0, i)) as Record<string, unknown>);
-        buffered = buffered.slice(i + 1);
-      }
-    });
-    const done = serveStdioServer({ tools: fixtures, input, output, log: () => {} });
-    return { input, lines, done };
-  }
+  const stdio = () => stdioServer({ tools: fixtures });
 
   it('broken UTF-8 is a parse error, not a lossy decode', async () => {
     const s = stdio();

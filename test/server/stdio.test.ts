@@ -1,26 +1,10 @@
-import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { serveStdioServer } from '../../src/index.js';
+import { stdioServer } from '../helpers/stdio.js';
 import { kToolsModule, recordPath, recorded, until } from '../helpers/server.js';
 
-/** A stdio server on in-memory streams: write lines, read the lines it answers. */
+/** The fixture tools over stdio. */
 function stdio(maxBodyBytes?: number) {
-  const input = new PassThrough();
-  const output = new PassThrough();
-  const lines: Record<string, unknown>[] = [];
-  let buffered = '';
-  output.on('data', (chunk: Buffer) => {
-    buffered += chunk.toString('utf8');
-    let i;
-    while ((i = buffered.indexOf('\n')) !== -1) {
-      lines.push(JSON.parse(buffered.slice(0, i)) as Record<string, unknown>);
-      buffered = buffered.slice(i + 1);
-    }
-  });
-  const logs: string[] = [];
-  const done = serveStdioServer({ tools: kToolsModule, input, output, log: (_l, m) => { logs.push(m); }, ...(maxBodyBytes === undefined ? {} : { maxBodyBytes }) });
-  const send = (message: unknown) => input.write(`${typeof message === 'string' ? message : JSON.stringify(message)}\n`);
-  return { input, lines, logs, done, send };
+  return stdioServer({ tools: kToolsModule, ...(maxBodyBytes === undefined ? {} : { maxBodyBytes }) });
 }
 
 describe('stdio transport', () => {
