@@ -3,6 +3,7 @@ import type { ServerCounters } from '../telemetry/counters.js';
 import type { Catalog } from '../catalog/catalog.js';
 import type { ListKind } from '../tools/context.js';
 import type { ToolPool } from '../tools/pool.js';
+import type { TaskLimits, TaskStore } from '../tasks/store.js';
 import type { JsonRpcId } from './wire.js';
 
 /**
@@ -106,4 +107,11 @@ export interface EngineConfig {
   readonly forwardResponse?: ((threadId: number, response: string, scope: string) => void) | undefined;
   /** Tells the other threads' engines that a list changed (HTTP workers: through the supervisor). */
   readonly broadcastListChanged?: ((kind: ListKind) => void) | undefined;
+  /**
+   * Tasks (2025-11-25 experimental and the 2026-07-28 extension): where they live and their bounds.
+   * Absent: no task support is declared and task-required tools cannot be called.
+   */
+  readonly tasks?: { readonly store: TaskStore; readonly limits: TaskLimits; readonly runner: string } | undefined;
+  /** The server checks callers (an authenticate hook): 2025-11-25 `tasks/list` is offered only then. */
+  readonly authenticated?: boolean | undefined;
 }
