@@ -19,6 +19,8 @@ export class CatalogIndex {
   readonly prompts = new Map<string, Prompt>();
   readonly templates: readonly ResourceTemplate[];
   readonly toolList: readonly Entry[];
+  /** The tool list with each tool's `execution.taskSupport` (2025-11-25, when the server offers tasks). */
+  readonly toolListWithExecution: readonly Entry[];
   readonly resourceList: readonly Entry[];
   readonly templateList: readonly Entry[];
   readonly promptList: readonly Entry[];
@@ -38,6 +40,7 @@ export class CatalogIndex {
       if (t.annotations !== undefined) entry.annotations = t.annotations;
       return entry;
     });
+    this.toolListWithExecution = catalog.tools.map((t, i) => t.taskSupport === undefined ? this.toolList[i] : { ...this.toolList[i], execution: { taskSupport: t.taskSupport } });
   }
 
   /** Whether any resource or template is offered. */

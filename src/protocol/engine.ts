@@ -13,7 +13,10 @@ import { legacyLifecycle, modernLifecycle } from './methods/lifecycle.js';
 import { Listeners } from './methods/listen.js';
 import { promptMethods } from './methods/prompts.js';
 import { resourceMethods, subscribeMethod } from './methods/resources.js';
+import { TaskMethods } from './methods/tasks.js';
 import { toolMethods } from './methods/tools.js';
+import { TaskCalls } from './tasks/calls.js';
+import type { TaskHost, TaskRun } from './tasks/task-run.js';
 import { RequestStateSealer } from './request-state.js';
 import { Run } from './run.js';
 import type { Method, RunHost } from './run.js';
@@ -37,6 +40,8 @@ export class Engine {
   readonly #listeners: Listeners;
   readonly #clientRequests: ClientRequests;
   readonly #failureLog = new LogBudget(10, 60_000);
+  /** Tasks whose tool is still running here (shutdown cancels them). */
+  readonly #tasks = new Set<TaskRun>();
 
   /** `listChanged` bound once, for every request's tool context. */
   readonly announceListChanged = (kind: ListKind): void => this.listChanged(kind);
@@ -44,22 +49,38 @@ export class Engine {
   constructor(config: EngineConfig) {
     this.config = config;
     const index = new CatalogIndex(config.catalog);
-    this.#listeners = new Listeners(index);
+    this.#listeners = new Listeners(index, config.tasks?.store);
     this.#clientRequests = new ClientRequests(config.forwardResponse);
-    const capabilities = legacyCapabilities(index);
-    const common = [...toolMethods(index, config), ...resourceMethods(index), ...promptMethods(index), ...completionMethods(index)];
+    const clientRequests = this.#clientRequests;
+    const taskHost: TaskHost | undefined = config.tasks === undefined ? undefined : {
+      registry: config.registry,
+      store: config.tasks.store,
+      limits: config.tasks.limits,
+      runner: config.tasks.runner,
+      counters: config.counters,
+      streamCancelTimeoutMs: config.streamCancelTimeoutMs,
+      pool: config.pool,
+      listChanged: this.announceListChanged,
+      logFailure: (method, target, error) => this.logFailure(method, target, error),
+      requestClient: (run, method, params) => clientRequests.send(run, method, params),
+      running: this.#tasks,
+    };
+    const taskMethods = taskHost === undefined ? undefined : new TaskMethods(taskHost, config.authenticated === true);
+    const capabilities = legacyCapabilities(index, taskHost === undefined ? undefined : { list: config.authenticated === true });
+    const common = [...toolMethods(index, config, new TaskCalls(taskHost), taskHost !== undefined), ...resourceMethods(index), ...promptMethods(index), ...completionMethods(index)];
     this.#legacy = new LegacyEra(new Map<string, Method>([
       ...common,
       ...legacyLifecycle(config, capabilities),
       ['resources/subscribe', subscribeMethod],
       ['resources/unsubscribe', subscribeMethod],
+      ...(taskMethods?.legacy() ?? []),
     ]));
     this.#modern = new ModernEra(new Map<string, Method>([
       ...common,
-      ...modernLifecycle(config, modernCapabilities(capabilities)),
+      ...modernLifecycle(config, modernCapabilities(capabilities, taskHost !== undefined)),
       ['subscriptions/listen', this.#listeners.method],
+      ...(taskMethods?.modern() ?? []),
     ]), new RequestStateSealer(config.stateKey), config.serverInfo);
-    const clientRequests = this.#clientRequests;
     this.#host = {
       registry: config.registry,
       counters: config.counters,
@@ -160,11 +181,15 @@ export class Engine {
   cancelAll(reason: string): number {
     let count = 0;
     for (const run of [...this.#running]) if (run.cancelForShutdown(reason)) count++;
+    for (const task of [...this.#tasks]) {
+      task.cancelForShutdown(reason);
+      count++;
+    }
     return count;
   }
 
-  /** Requests of this engine still running (async handlers not yet settled). */
+  /** Requests of this engine still running (async handlers not yet settled), and tasks whose tool still runs here. */
   get running(): number {
-    return this.#running.size;
+    return this.#running.size + this.#tasks.size;
   }
 }

@@ -18,9 +18,15 @@ export const Counter = {
   LogsDropped: 7,
   /** Connections closed because their reader could not take the final response in time. */
   SlowReadersClosed: 8,
+  /** Tool calls that became tasks. */
+  TasksCreated: 9,
+  /** tasks/cancel requests that cancelled a task still running. */
+  TasksCancelled: 10,
+  /** tasks/get refused for polling faster than the task's poll interval allows. */
+  TaskPollsRefused: 11,
 } as const;
 export type Counter = (typeof Counter)[keyof typeof Counter];
-const kCount = 9;
+const kCount = 12;
 /** Counters that are gauges: a dead thread's value is zeroed, since what it held went with it. */
 const kGauges: readonly Counter[] = [Counter.StreamBufferedBytes];
 
@@ -93,6 +99,9 @@ export function prometheusText(registry: RegistryCounters, server: ServerCounter
   metric('sluice_stream_buffered_bytes', 'gauge', 'Bytes of streamed replies written but not yet taken by their (slow) readers.', server.sum(Counter.StreamBufferedBytes));
   metric('sluice_progress_coalesced_total', 'counter', 'Progress notifications replaced by a newer one while their reader was slow.', server.sum(Counter.ProgressCoalesced));
   metric('sluice_logs_dropped_total', 'counter', 'Log notifications dropped while their reader was slow.', server.sum(Counter.LogsDropped));
+  metric('sluice_tasks_created_total', 'counter', 'Tool calls that became tasks.', server.sum(Counter.TasksCreated));
+  metric('sluice_tasks_cancelled_total', 'counter', 'tasks/cancel requests that cancelled a running task.', server.sum(Counter.TasksCancelled));
+  metric('sluice_task_polls_refused_total', 'counter', 'tasks/get refused for polling faster than the poll interval allows.', server.sum(Counter.TaskPollsRefused));
   metric('sluice_slow_readers_closed_total', 'counter', 'Connections closed because their reader could not take the final response in time.', server.sum(Counter.SlowReadersClosed));
   return `${lines.join('\n')}\n`;
 }

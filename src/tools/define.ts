@@ -47,6 +47,9 @@ export type InferToolOutput<S> = CallToolResult | InputRequired | StructuredOutp
 /** The non-result values a handler may return (kept apart so full results keep their literal types). */
 type StructuredOutput<S> = [S] extends [StandardSchemaV1<infer In, unknown>] ? In : string | number | boolean | null | Record<string, unknown> | unknown[];
 
+/** Whether a tool may run as a task (MCP `execution.taskSupport`). */
+export type TaskSupport = 'forbidden' | 'optional' | 'required';
+
 export interface ToolDefinition<In extends ToolSchema = JsonSchema, Out extends ToolSchema = JsonSchema> {
   /** 1–128 characters of [A-Za-z0-9_.-]. */
   name: string;
@@ -80,6 +83,14 @@ export interface ToolDefinition<In extends ToolSchema = JsonSchema, Out extends 
    * them is refused with -32021 and HTTP 400, e.g. `{ sampling: {} }`.
    */
   requires?: Record<string, Record<string, unknown>>;
+  /**
+   * Whether the tool may run as a task (a call the client polls, answers and cancels after the
+   * request ended): `'forbidden'` (the default), `'optional'` (a task when the client supports
+   * tasks and the handler does not settle at once, else a plain call), or `'required'` (only as a
+   * task: clients without task support are refused). The handler and its `ctx` are the same either
+   * way: `ctx.request(...)` becomes the task's `input_required`, and a cancel raises `ctx.cancelled`.
+   */
+  taskSupport?: TaskSupport;
   handler(args: InferArguments<In>, ctx: ToolContext): InferToolOutput<Out> | Promise<InferToolOutput<Out>>;
 }
 
@@ -113,6 +124,7 @@ export interface Tool {
   readonly annotations?: Record<string, unknown>;
   readonly pool?: boolean;
   readonly requires?: Record<string, Record<string, unknown>>;
+  readonly taskSupport?: TaskSupport;
   handler(args: Record<string, unknown>, ctx: ToolContext): ToolOutput | Promise<ToolOutput>;
   /** @internal */
   readonly [kCompiled]: Compiled;
@@ -171,6 +183,10 @@ export function defineTool(definition: ToolDefinition<ToolSchema, ToolSchema>): 
   if (typeof definition.description !== 'string') throw invalid(name, 'description must be a string');
   if (typeof definition.handler !== 'function') throw invalid(name, 'handler must be a function');
   if (definition.pool !== undefined && typeof definition.pool !== 'boolean') throw invalid(name, 'pool must be a boolean');
+  const taskSupport: unknown = definition.taskSupport;
+  if (taskSupport !== undefined && taskSupport !== 'forbidden' && taskSupport !== 'optional' && taskSupport !== 'required') {
+    throw invalid(name, `taskSupport must be 'forbidden', 'optional' or 'required', got ${JSON.stringify(taskSupport) ?? String(taskSupport)}`);
+  }
   const published = definition.jsonSchema;
   if (published !== undefined && (published === null || typeof published !== 'object')) throw invalid(name, 'jsonSchema must be { input?, output? }');
   let inputSchema: JsonSchema;

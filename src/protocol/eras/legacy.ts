@@ -6,8 +6,10 @@ import { ErrorCode, ProtocolError } from '../wire.js';
 import type { EraRules } from './rules.js';
 
 /** The capabilities an initialize result declares (legacy: no list-change notifications). */
-export function legacyCapabilities(index: CatalogIndex): Record<string, unknown> {
+export function legacyCapabilities(index: CatalogIndex, tasks: { readonly list: boolean } | undefined): Record<string, unknown> {
   return {
+    // 2025-11-25 experimental tasks: tools/call only; tasks/list only with an auth context to bind tasks to.
+    ...(tasks !== undefined ? { tasks: { ...(tasks.list ? { list: {} } : {}), cancel: {}, requests: { tools: { call: {} } } } } : {}),
     tools: { listChanged: false },
     ...(index.hasResources ? { resources: { subscribe: true, listChanged: false } } : {}),
     ...(index.hasPrompts ? { prompts: { listChanged: false } } : {}),

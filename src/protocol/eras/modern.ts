@@ -3,6 +3,7 @@ import type { RequestInput } from '../../tools/context.js';
 import type { RequestStateSealer } from '../request-state.js';
 import type { Method, Run } from '../run.js';
 import { ErrorCode, ProtocolError, kMetaClientCapabilities, kMetaServerInfo } from '../wire.js';
+import { kTasksExtension } from '../tasks/wire.js';
 import type { EraRules } from './rules.js';
 import { kCacheTtlMs } from './rules.js';
 
@@ -10,9 +11,12 @@ import { kCacheTtlMs } from './rules.js';
  * The capabilities server/discover declares: list changes reach subscriptions/listen streams (legacy
  * has no stream to carry them); resource subscriptions are not offered.
  */
-export function modernCapabilities(legacy: Record<string, unknown>): Record<string, unknown> {
+export function modernCapabilities(legacy: Record<string, unknown>, tasks: boolean): Record<string, unknown> {
+  // 2025-11-25 `capabilities.tasks` has no place here: 2026-07-28 tasks are an extension.
+  const { tasks: _legacyTasks, ...common } = legacy;
   return {
-    ...legacy,
+    ...common,
+    ...(tasks ? { extensions: { [kTasksExtension]: {} } } : {}),
     tools: { listChanged: true },
     ...(legacy.resources !== undefined ? { resources: { listChanged: true } } : {}),
     ...(legacy.prompts !== undefined ? { prompts: { listChanged: true } } : {}),
@@ -80,6 +84,8 @@ export class ModernEra implements EraRules {
       return json === '{}' ? `{${this.#tail}` : `${json.slice(0, -1)},${this.#tail}`;
     }
     const meta = (result._meta !== null && typeof result._meta === 'object' ? result._meta : {}) as Record<string, unknown>;
-    return JSON.stringify({ ...result, resultType: 'complete', _meta: { ...meta, [kMetaServerInfo]: this.#serverInfo } });
+    // A CreateTaskResult keeps its resultType "task"; every other result is "complete".
+    const resultType = result.resultType === 'task' ? 'task' : 'complete';
+    return JSON.stringify({ ...result, resultType, _meta: { ...meta, [kMetaServerInfo]: this.#serverInfo } });
   }
 }

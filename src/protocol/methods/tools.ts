@@ -7,18 +7,25 @@ import type { CatalogIndex } from '../catalog-index.js';
 import type { EngineConfig } from '../contract.js';
 import { LogBudget, describeFailure, droppedNote } from '../failure-log.js';
 import type { Method, Run } from '../run.js';
+import type { TaskCalls } from '../tasks/calls.js';
 import { ErrorCode, ProtocolError } from '../wire.js';
 
 /** tools/call params key (never on the wire) carrying arguments an async Standard Schema already parsed. */
 const kCheckedArguments = Symbol('sluice.checkedArguments');
 
-type CallResult = CallToolResult | InputRequired | Promise<CallToolResult | InputRequired>;
+/** A tool's result, an input-required round, or a task's create result. */
+type Outcome = CallToolResult | InputRequired | Record<string, unknown>;
+type CallResult = Outcome | Promise<Outcome>;
 
-/** tools/list and tools/call, for both eras. */
-export function toolMethods(index: CatalogIndex, config: Pick<EngineConfig, 'pool' | 'log'>): Array<[string, Method]> {
-  const tools = new ToolMethods(index, config.pool, config.log);
+/**
+ * tools/list and tools/call, for both eras. The legacy list names each tool's `execution.taskSupport`
+ * when the server offers tasks (2025-11-25); the 2026-07-28 list never does (its schema has no such field).
+ */
+export function toolMethods(index: CatalogIndex, config: Pick<EngineConfig, 'pool' | 'log'>, tasks: TaskCalls, offersTasks: boolean): Array<[string, Method]> {
+  const tools = new ToolMethods(index, config.pool, config.log, tasks);
+  const legacyList = offersTasks ? index.toolListWithExecution : index.toolList;
   return [
-    ['tools/list', { handler: (run, params) => run.era.cacheable(index.page(params, 'tools', index.toolList)) }],
+    ['tools/list', { handler: (run, params) => run.era.cacheable(index.page(params, 'tools', run.era.name === 'legacy' ? legacyList : index.toolList)) }],
     ['tools/call', { handler: (run, params) => tools.call(run, params), names: 'name' }],
   ];
 }
@@ -28,11 +35,13 @@ class ToolMethods {
   readonly #pool: ToolPool | undefined;
   readonly #log: EngineConfig['log'];
   readonly #failures = new LogBudget(20, 60_000);
+  readonly #tasks: TaskCalls;
 
-  constructor(index: CatalogIndex, pool: ToolPool | undefined, log: EngineConfig['log']) {
+  constructor(index: CatalogIndex, pool: ToolPool | undefined, log: EngineConfig['log'], tasks: TaskCalls) {
     this.#index = index;
     this.#pool = pool;
     this.#log = log;
+    this.#tasks = tasks;
   }
 
   call(run: Run, params: Record<string, unknown> | undefined): CallResult {
@@ -47,6 +56,10 @@ class ToolMethods {
         throw new ProtocolError(ErrorCode.MissingRequiredClientCapability, 'Missing required client capability', { requiredCapabilities: missing }, 400);
       }
     }
+    // Tools that never run as tasks (the common case) skip the decision entirely.
+    const asTask = tool.taskSupport !== undefined && tool.taskSupport !== 'forbidden' || params?.task !== undefined
+      ? this.#tasks.mode(run, tool, params) === 'task'
+      : false;
     const args = params?.arguments ?? {};
     if (args === null || typeof args !== 'object' || Array.isArray(args)) throw new ProtocolError(ErrorCode.InvalidParams, 'arguments must be an object');
     // Compiled once by defineTool; an async Standard Schema comes back here with its parsed value.
@@ -55,6 +68,7 @@ class ToolMethods {
     if (checked instanceof Promise) {
       return checked.then((value) => value instanceof Refusal ? value.result() : this.call(run, { ...params, [kCheckedArguments]: value }));
     }
+    if (asTask) return this.#tasks.start(run, tool, tool.pool === true ? args as Record<string, unknown> : checked, params, input);
     const sink = run.progressSink(params);
     if (tool.pool === true) {
       const pool = this.#pool;

@@ -1,0 +1,224 @@
+import { SluiceError } from '../../errors.js';
+import type { TaskRecord } from '../../tasks/task.js';
+import { isTerminal } from '../../tasks/task.js';
+import { Counter } from '../../telemetry/counters.js';
+import type { Method, Run } from '../run.js';
+import type { TaskHost } from '../tasks/task-run.js';
+import { kMetaRelatedTask, kNeedsTasksExtension, kTaskNotFound, legacyTask, modernTask, optedIn, taskIdOf, taskRowId } from '../tasks/wire.js';
+import { ErrorCode, ProtocolError, notificationBody } from '../wire.js';
+
+/** Tasks per tasks/list page. */
+const kListPage = 50;
+/** Polls a task may burst past its interval before tasks/get is refused. */
+const kPollBurst = 10;
+/** Poll buckets kept per thread (a flood of ids cannot grow it further). */
+const kMaxPollBuckets = 100_000;
+
+const kListAnonymous = Object.freeze(new ProtocolError(ErrorCode.MethodNotFound, 'tasks/list is offered only to authenticated callers'));
+
+/**
+ * tasks/* for both dialects. Every method looks the task up in the caller's own scope, so another
+ * scope's task is exactly as unknown as a made-up id (-32602). A cancel raises the running tool's
+ * flag through the registry directly (its row is `task:<id>` in the owner's scope, on any
+ * thread), then records the status in the store.
+ */
+export class TaskMethods {
+  readonly #host: TaskHost;
+  readonly #authenticated: boolean;
+  readonly #polls = new PollLimiter();
+
+  constructor(host: TaskHost, authenticated: boolean) {
+    this.#host = host;
+    this.#authenticated = authenticated;
+  }
+
+  /** 2025-11-25 experimental tasks (legacy era). */
+  legacy(): Array<[string, Method]> {
+    return [
+      ['tasks/get', { handler: (run, params) => this.#get(run, params).then(legacyTask) }],
+      ['tasks/result', { handler: (run, params) => this.#result(run, params) }],
+      ['tasks/list', { handler: (run, params) => this.#list(run, params) }],
+      ['tasks/cancel', { handler: (run, params) => this.#legacyCancel(run, params) }],
+    ];
+  }
+
+  /** The 2026-07-28 extension: tasks/result and tasks/list are not part of it (-32601). */
+  modern(): Array<[string, Method]> {
+    return [
+      ['tasks/get', { handler: (run, params) => this.#gate(params) ?? this.#get(run, params).then((task) => modernTask(task, true)) }],
+      ['tasks/update', { handler: (run, params) => this.#gate(params) ?? this.#update(run, params) }],
+      ['tasks/cancel', { handler: (run, params) => this.#gate(params) ?? this.#modernCancel(run, params) }],
+    ];
+  }
+
+  /** 2026-07-28: every tasks/* request must carry the extension in its own `_meta`. */
+  #gate(params: Record<string, unknown> | undefined): Promise<never> | undefined {
+    return optedIn(params) ? undefined : Promise.reject(kNeedsTasksExtension);
+  }
+
+  async #find(run: Run, params: Record<string, unknown> | undefined): Promise<TaskRecord> {
+    const task = await this.#host.store.get(taskIdOf(params), run.info.scope);
+    if (task === undefined) throw kTaskNotFound;
+    return task;
+  }
+
+  async #get(run: Run, params: Record<string, unknown> | undefined): Promise<TaskRecord> {
+    const task = await this.#find(run, params);
+    if (!isTerminal(task.status) && !this.#polls.take(task.taskId, task.pollIntervalMs)) {
+      this.#host.counters.add(Counter.TaskPollsRefused);
+      throw new ProtocolError(ErrorCode.InvalidRequest, `Polling too fast: poll this task every ${task.pollIntervalMs} ms`, { pollIntervalMs: task.pollIntervalMs }, 429);
+    }
+    return task;
+  }
+
+  async #list(run: Run, params: Record<string, unknown> | undefined): Promise<Record<string, unknown>> {
+    // Without an auth context tasks are bound to no one a list could name (spec: SHOULD NOT offer it).
+    if (!this.#authenticated || !isPrincipalScope(run.info.scope)) throw kListAnonymous;
+    const cursor = params?.cursor;
+    if (cursor !== undefined && typeof cursor !== 'string') throw new ProtocolError(ErrorCode.InvalidParams, 'Invalid cursor');
+    try {
+      const page = await this.#host.store.list(run.info.scope, cursor, kListPage);
+      const result: Record<string, unknown> = { tasks: page.tasks.map(legacyTask) };
+      if (page.nextCursor !== undefined) result.nextCursor = page.nextCursor;
+      return result;
+    } catch (error) {
+      if (error instanceof SluiceError && error.code === 'invalid_cursor') throw new ProtocolError(ErrorCode.InvalidParams, 'Invalid cursor');
+      throw error;
+    }
+  }
+
+  /** Raises the running tool's flag (same scope only: the row lives in the owner's scope), then records it. */
+  async #cancel(run: Run, task: TaskRecord): Promise<TaskRecord> {
+    const host = this.#host;
+    const result = host.registry.cancel(taskRowId(task.taskId), 'task cancelled by the client', run.info.scope);
+    if (result.ok) host.counters.add(Counter.TasksCancelled);
+    return await host.store.cancel(task.taskId, run.info.scope, 'Cancelled by the client') ?? task;
+  }
+
+  /** 2025-11-25: the cancelled task; a terminal one is -32602. */
+  async #legacyCancel(run: Run, params: Record<string, unknown> | undefined): Promise<Record<string, unknown>> {
+    const task = await this.#find(run, params);
+    if (isTerminal(task.status)) throw new ProtocolError(ErrorCode.InvalidParams, `Cannot cancel task in terminal status: ${task.status}`);
+    return legacyTask(await this.#cancel(run, task));
+  }
+
+  /** 2026-07-28: an empty ack, on terminal tasks too (cancellation is cooperative). */
+  async #modernCancel(run: Run, params: Record<string, unknown> | undefined): Promise<Record<string, unknown>> {
+    const task = await this.#find(run, params);
+    if (!isTerminal(task.status)) await this.#cancel(run, task);
+    return {};
+  }
+
+  async #update(run: Run, params: Record<string, unknown> | undefined): Promise<Record<string, unknown>> {
+    const taskId = taskIdOf(params);
+    const responses = params?.inputResponses;
+    if (responses === null || typeof responses !== 'object' || Array.isArray(responses)) throw new ProtocolError(ErrorCode.InvalidParams, 'inputResponses must be an object');
+    const task = await this.#host.store.respond(taskId, run.info.scope, responses as Record<string, unknown>);
+    if (task === undefined) throw kTaskNotFound;
+    return {};
+  }
+
+  /**
+   * 2025-11-25 tasks/result: waits until the task ends and returns exactly its result (or its
+   * JSON-RPC error) with `related-task`. Meanwhile, on a streamed response, the task's input
+   * requests go to the client as requests on this stream (answers go to the task through the
+   * store), and its progress as notifications with the call's progress token.
+   */
+  async #result(run: Run, params: Record<string, unknown> | undefined): Promise<Record<string, unknown>> {
+    const first = await this.#find(run, params);
+    const final = isTerminal(first.status) ? first : await this.#follow(run, first);
+    return outcome(final);
+  }
+
+  #follow(run: Run, first: TaskRecord): Promise<TaskRecord> {
+    const store = this.#host.store;
+    const { taskId } = first;
+    const owner = run.info.scope;
+    const asked = new Set<string>();
+    let progressVersion = -1;
+    return new Promise<TaskRecord>((resolve, reject) => {
+      let done = false;
+      const finish = (error: Error | undefined, task?: TaskRecord): void => {
+        if (done) return;
+        done = true;
+        unwatch();
+        run.signal.removeEventListener('abort', onAbort);
+        if (error !== undefined) reject(error);
+        else resolve(task!);
+      };
+      const onAbort = (): void => finish(new SluiceError('request_cancelled', 'tasks/result was cancelled'));
+      const seen = (task: TaskRecord | undefined): void => {
+        if (task === undefined) {
+          finish(kTaskNotFound);
+          return;
+        }
+        if (isTerminal(task.status)) {
+          finish(undefined, task);
+          return;
+        }
+        if (!run.canStream) return;
+        if (task.progress !== undefined && task.progressToken !== undefined && task.version !== progressVersion) {
+          progressVersion = task.version;
+          const p: Record<string, unknown> = { progressToken: task.progressToken, progress: task.progress.progress };
+          if (task.progress.total !== undefined) p.total = task.progress.total;
+          if (task.progress.message !== undefined) p.message = task.progress.message;
+          run.notify(notificationBody('notifications/progress', p));
+        }
+        for (const [key, request] of Object.entries(task.inputRequests ?? {})) {
+          if (asked.has(key) || !run.era.clientRequests) continue;
+          asked.add(key);
+          const sent = { ...request.params, _meta: { ...(request.params?._meta as Record<string, unknown> | undefined), [kMetaRelatedTask]: { taskId } } };
+          this.#host.requestClient(run, request.method, sent).then(
+            (answer) => store.respond(taskId, owner, { [key]: answer }),
+            (error: unknown) => store.respond(taskId, owner, { [key]: { error: error instanceof Error ? error.message : String(error) } }),
+          ).catch(() => { /* the task ended meanwhile */ });
+        }
+      };
+      const unwatch = store.watch(taskId, seen);
+      run.signal.addEventListener('abort', onAbort, { once: true });
+      // Whatever changed between the first read and the watch.
+      store.get(taskId, owner).then(seen, (error: unknown) => finish(error instanceof Error ? error : new Error(String(error))));
+    });
+  }
+}
+
+/** A finished task as tasks/result returns it (2025-11-25). */
+function outcome(task: TaskRecord): Record<string, unknown> {
+  const related = { [kMetaRelatedTask]: { taskId: task.taskId } };
+  if (task.resultJson !== undefined) {
+    const result = JSON.parse(task.resultJson) as Record<string, unknown>;
+    const meta = result._meta !== null && typeof result._meta === 'object' ? result._meta as Record<string, unknown> : {};
+    return { ...result, _meta: { ...meta, ...related } };
+  }
+  if (task.status === 'cancelled') throw new ProtocolError(ErrorCode.InternalError, `Task ${task.taskId} was cancelled`, related);
+  const error = task.error ?? { code: ErrorCode.InternalError, message: task.statusMessage ?? 'Task failed' };
+  throw new ProtocolError(error.code, error.message, error.data ?? related);
+}
+
+function isPrincipalScope(scope: string): boolean {
+  return scope.startsWith('principal:') || scope.startsWith('session:');
+}
+
+/**
+ * tasks/get pacing per task on this thread: a token bucket that refills at four polls per poll
+ * interval and holds `kPollBurst`, so a client that honours `pollIntervalMs` never meets it.
+ */
+class PollLimiter {
+  readonly #buckets = new Map<string, { tokens: number; at: number }>();
+
+  take(taskId: string, intervalMs: number): boolean {
+    const now = performance.now();
+    let bucket = this.#buckets.get(taskId);
+    if (bucket === undefined) {
+      if (this.#buckets.size >= kMaxPollBuckets) this.#buckets.clear();
+      bucket = { tokens: kPollBurst, at: now };
+      this.#buckets.set(taskId, bucket);
+    } else {
+      bucket.tokens = Math.min(kPollBurst, bucket.tokens + ((now - bucket.at) * 4) / Math.max(1, intervalMs));
+      bucket.at = now;
+    }
+    if (bucket.tokens < 1) return false;
+    bucket.tokens -= 1;
+    return true;
+  }
+}
