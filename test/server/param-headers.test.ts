@@ -7,6 +7,8 @@ import { request } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createServer, defineTool } from '../../src/index.js';
 import type { Server, ServerOptions } from '../../src/index.js';
+import { Client, HttpClientTransport } from '../../src/client/index.js';
+import { headerValue, paramHeaderSpecs } from '../../src/client/param-headers.js';
 import { adapters } from '../helpers/adapters.js';
 import { post } from '../helpers/http.js';
 import { initialize, modernMeta } from '../helpers/server.js';
@@ -196,5 +198,35 @@ describe.each(adapters('Mcp-Param-* headers'))('Mcp-Param-* and Mcp-Name over %s
     expect(matched.code).not.toBe(-32020);
     const encoded = await modern(url, method, params, {}, b64('task-123'));
     expect(encoded.code).not.toBe(-32020);
+  });
+
+  it('the Sluice client sends Mcp-Param-* for tools it has listed (base64 where a value is not header-safe)', async () => {
+    const url = await start(http);
+    const client = new Client(new HttpClientTransport({ url }), { era: 'modern' });
+    try {
+      await client.listTools();
+      const args = { region: ' Zürich ', count: 7, dry: false, target: { zone: 'z1' }, note: 'n' };
+      const result = await client.callTool('geo', args);
+      expect(result.content).toEqual([{ type: 'text', text: `ok ${JSON.stringify(args)}` }]);
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+describe('the client side of x-mcp-header', () => {
+  it('learns annotations through properties only, and none from a tool whose annotations break the rules', () => {
+    expect(paramHeaderSpecs(geo.inputSchema)).toEqual([['Region', ['region']], ['Count', ['count']], ['Dry-Run', ['dry']], ['Zone', ['target', 'zone']]]);
+    expect(paramHeaderSpecs({ type: 'object', properties: { a: { type: 'string' } } })).toBeUndefined();
+    expect(paramHeaderSpecs({ type: 'object', properties: { a: { type: 'number', 'x-mcp-header': 'A' } } })).toBeUndefined();
+    expect(paramHeaderSpecs({ type: 'object', properties: { a: { type: 'string', 'x-mcp-header': 'A' }, b: { type: 'string', 'x-mcp-header': 'a' } } })).toBeUndefined();
+  });
+
+  it('encodes values that are not header-safe as =?base64?…?=', () => {
+    expect(headerValue('eu-west')).toBe('eu-west');
+    expect(headerValue('a b')).toBe('a b');
+    expect(headerValue('')).toBe('');
+    expect(headerValue(' a')).toBe(`=?base64?${Buffer.from(' a').toString('base64')}?=`);
+    expect(headerValue('Zürich')).toBe(`=?base64?${Buffer.from('Zürich').toString('base64')}?=`);
   });
 });
