@@ -2,6 +2,8 @@ import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import type { ClientRequest, IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { SluiceError } from '../errors.js';
+import { headerValue, paramHeaderSpecs, paramHeaders } from './param-headers.js';
+import type { ParamHeaderSpecs } from './param-headers.js';
 import type { ClientTransport, JsonRpcMessage, SendOptions } from './transport.js';
 
 export interface HttpTransportOptions {
@@ -39,6 +41,8 @@ export class HttpClientTransport implements ClientTransport {
   /** Requests not finished yet: close() ends them, answered or not. */
   readonly #open = new Set<ClientRequest>();
   #closed = false;
+  /** x-mcp-header annotations by tool name, from the tools/list results seen (2026-07-28 Mcp-Param-*). */
+  readonly #toolHeaders = new Map<string, ParamHeaderSpecs>();
 
   constructor(options: HttpTransportOptions) {
     this.#url = new URL(options.url);
@@ -70,7 +74,9 @@ export class HttpClientTransport implements ClientTransport {
       headers['mcp-method'] = message.method;
       const field = kNamed[message.method];
       const value = field === undefined ? undefined : (message.params as Record<string, unknown> | undefined)?.[field];
-      if (typeof value === 'string') headers['mcp-name'] = /^[\x20-\x7e]*$/.test(value) ? value : `=?base64?${Buffer.from(value).toString('base64')}?=`;
+      if (typeof value === 'string') headers['mcp-name'] = headerValue(value);
+      const specs = message.method === 'tools/call' && typeof value === 'string' ? this.#toolHeaders.get(value) : undefined;
+      if (specs !== undefined) paramHeaders(specs, (message.params as Record<string, unknown>).arguments, headers);
     }
     return headers;
   }
@@ -100,7 +106,9 @@ export class HttpClientTransport implements ClientTransport {
   async send(message: JsonRpcMessage, options: SendOptions): Promise<JsonRpcMessage> {
     if (this.#closed) throw new SluiceError('transport_closed', 'the transport is closed');
     try {
-      return await this.#exchange(message, options);
+      const reply = await this.#exchange(message, options);
+      if (message.method === 'tools/list') this.#learnTools(reply);
+      return reply;
     } catch (error) {
       // close() ends every open request: whatever that broke (a reset socket, a cut stream) is the close.
       if (this.#closed && !(error instanceof SluiceError && error.code === 'transport_closed')) {
@@ -181,7 +189,19 @@ export class HttpClientTransport implements ClientTransport {
     });
   }
 
-  async notify(message: JsonRpcMessage): Promise<void> {
+  /** Remembers the x-mcp-header annotations of the tools a tools/list result lists. */
+  #learnTools(reply: JsonRpcMessage): void {
+    const tools = (reply.result as { tools?: unknown } | undefined)?.tools;
+    if (!Array.isArray(tools)) return;
+    for (const tool of tools as { name?: unknown; inputSchema?: unknown }[]) {
+      if (typeof tool?.name !== 'string') continue;
+      const specs = paramHeaderSpecs(tool.inputSchema);
+      if (specs === undefined) this.#toolHeaders.delete(tool.name);
+      else this.#toolHeaders.set(tool.name, specs);
+    }
+  }
+
+    async notify(message: JsonRpcMessage): Promise<void> {
     if (this.#closed) return;
     const res = await this.#post(message, undefined, () => {});
     res.resume();

@@ -2,6 +2,8 @@ import { render } from '../registry/reason.js';
 import { SluiceError } from '../errors.js';
 import { isInputRequired } from './context.js';
 import type { InputRequired, ToolContext } from './context.js';
+import { rememberHeaderSpecs, scanHeaderAnnotations } from './header-annotations.js';
+import type { HeaderSpec } from './header-annotations.js';
 import { SchemaProblem, checkPublishedSchema, compileJsonSchema, jsonPath } from './schema.js';
 import type { JsonSchema, SchemaCheck } from './schema.js';
 import { isStandardSchema, jsonSchemaConverter } from './standard-schema.js';
@@ -193,8 +195,10 @@ export function defineTool(definition: ToolDefinition<ToolSchema, ToolSchema>): 
   let outputSchema: JsonSchema | undefined;
   let args: Compiled['args'];
   let output: Compiled['output'];
+  let headers: readonly HeaderSpec[];
   try {
     ({ schema: inputSchema, check: args } = compileSide(definition.inputSchema, published?.input, 'inputSchema', 'input'));
+    headers = scanHeaderAnnotations(inputSchema);
     if (definition.outputSchema !== undefined) {
       const side = compileSide(definition.outputSchema, published?.output, 'outputSchema', 'output');
       outputSchema = side.schema;
@@ -208,7 +212,9 @@ export function defineTool(definition: ToolDefinition<ToolSchema, ToolSchema>): 
   delete tool.jsonSchema;
   if (outputSchema === undefined) delete tool.outputSchema;
   else tool.outputSchema = outputSchema;
-  return Object.freeze(tool) as unknown as Tool;
+  Object.freeze(tool);
+  rememberHeaderSpecs(tool, headers);
+  return tool as unknown as Tool;
 }
 
 /** One schema of a definition: its published JSON Schema, an argument check and a result check. */

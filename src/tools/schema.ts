@@ -155,12 +155,29 @@ function inspect(schema: unknown, what: string): { snapshot: JsonSchema; ajv: Aj
 }
 
 /**
+ * Vendor keywords each Ajv was told about. Ajv's getKeyword() answers false for a keyword added
+ * without a definition, while addKeyword() refuses it a second time ("already defined"): asking
+ * Ajv would make the second tool using an `x-` keyword (two tools with `x-mcp-header`) fail.
+ */
+const kDeclared = new WeakMap<AjvInstance, Set<string>>();
+
+function declareVendorKeywords(ajv: AjvInstance, keywords: ReadonlySet<string>): void {
+  let declared = kDeclared.get(ajv);
+  if (declared === undefined) kDeclared.set(ajv, declared = new Set());
+  for (const keyword of keywords) {
+    if (declared.has(keyword)) continue;
+    if (ajv.getKeyword(keyword) === false) ajv.addKeyword(keyword);
+    declared.add(keyword);
+  }
+}
+
+/**
  * Checks a JSON Schema given for a tool (see the module comment) and compiles it. Throws a
  * SchemaProblem naming `what` (`inputSchema`, `outputSchema`) and the reason.
  */
 export function compileJsonSchema(schema: unknown, what: string): { schema: JsonSchema; check: SchemaCheck } {
   const { snapshot, ajv, vendor } = inspect(schema, what);
-  for (const keyword of vendor) if (ajv.getKeyword(keyword) === false) ajv.addKeyword(keyword);
+  declareVendorKeywords(ajv, vendor);
   let validate: ValidateFunction;
   try {
     validate = ajv.compile(snapshot);

@@ -1,9 +1,10 @@
 // Micro-benchmark (not a test): what copying every request header costs against the fixed list,
-// on the uWS adapter, for a typical request of 11 headers. Copies through the same addHeader the
+// on the uWS adapter, for a typical request of 11 headers; and what the adapters' wantedHeader
+// (the fixed list plus the `mcp-param-` prefix test) costs against the fixed list alone. Copies through the same addHeader the
 // adapter uses, inside a real uWS request handler (HttpRequest is only valid there).
 // Run: npm run build && node test/hardening/adapters-header-cost.mjs
 import { connect } from 'node:net';
-import { addHeader, kRequestHeaders } from '../../dist/src/transport/http/exchange.js';
+import { addHeader, kRequestHeaders, wantedHeader } from '../../dist/src/transport/http/exchange.js';
 import { loadUws } from '../../dist/src/transport/http/uws/load.js';
 
 const kWanted = new Set(kRequestHeaders);
@@ -11,6 +12,7 @@ let target = new Map();
 let repeated;
 const wanted = (name, value) => { if (kWanted.has(name)) repeated ??= addHeader(target, name, value); };
 const all = (name, value) => { repeated ??= addHeader(target, name, value); };
+const prefixed = (name, value) => { if (wantedHeader(name)) repeated ??= addHeader(target, name, value); };
 const kRounds = 200_000;
 
 function measure(req, collect) {
@@ -24,11 +26,12 @@ function measure(req, collect) {
 }
 
 const uws = loadUws();
-const results = { wanted: [], all: [] };
+const results = { wanted: [], all: [], prefixed: [] };
 const app = uws.App().any('/*', (res, req) => {
   for (let round = 0; round < 5; round++) {
     results.wanted.push(measure(req, wanted));
     results.all.push(measure(req, all));
+    results.prefixed.push(measure(req, prefixed));
   }
   res.end('');
 });
@@ -44,7 +47,9 @@ app.listen('127.0.0.1', 0, (socket) => {
     const median = (xs) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)];
     const w = median(results.wanted);
     const a = median(results.all);
+    const p = median(results.prefixed);
     console.log(`11-header request, median of 5 x ${kRounds} copies: fixed list ${w.toFixed(0)} ns, all headers ${a.toFixed(0)} ns, difference ${(a - w).toFixed(0)} ns per request`);
+    console.log(`fixed list + mcp-param- prefix test (wantedHeader, no Mcp-Param header in the request) ${p.toFixed(0)} ns, difference ${(p - w).toFixed(0)} ns per request`);
     sock.destroy();
     uws.us_listen_socket_close(socket);
     process.exit(0);

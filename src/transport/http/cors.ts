@@ -50,6 +50,10 @@ export class ResponseHeaders {
     if (origin === undefined || method === undefined || !this.origins.has(origin)) return undefined;
     const requested = ex.header('access-control-request-headers');
     // Echo the requested headers when each is a plain token (what browsers send), else the MCP set.
+    // Echoing is what lets a browser send a tool's Mcp-Param-{Name} headers (x-mcp-header): their
+    // names come from the tools, so no fixed list holds them, and `*` is no wildcard for requests
+    // with credentials. Allowing a header lets the browser send it, nothing more: the checks
+    // after it (Mcp-Param-* against the body included) are the same as for any client.
     const allowHeaders = requested !== undefined && kTokenList.test(requested.trim()) ? requested.trim() : kCorsAllowed;
     return [
       ...this.extra(ex),

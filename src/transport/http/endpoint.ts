@@ -15,6 +15,7 @@ import { HeaderRules } from './headers.js';
 import { HttpEdge, LegacySessions } from './legacy.js';
 import { ClientLimits } from './limits.js';
 import { checkModernRequest } from './modern.js';
+import { ParamHeaders } from './param-headers.js';
 import { HttpReply } from './reply.js';
 import type { ReplyShared } from './reply.js';
 import { RetryLater, kBatch, kInternal, kParseError, kSessionRequired, kTooManyInFlight, kUnauthorized } from './refusals.js';
@@ -78,6 +79,8 @@ export class HttpEndpoint {
   readonly #engine: Engine;
   readonly #o: HttpEndpointOptions;
   readonly #rules: HeaderRules;
+  /** The catalog's x-mcp-header specs (tools/call's Mcp-Param-* headers). */
+  readonly #params: ParamHeaders;
   readonly #headers: ResponseHeaders;
   readonly #clients: Clients;
   readonly #sessions: LegacySessions | undefined;
@@ -88,6 +91,7 @@ export class HttpEndpoint {
     const { counters } = engine.config;
     this.#engine = engine;
     this.#o = options;
+    this.#params = new ParamHeaders(engine.config.catalog.tools);
     this.#headers = new ResponseHeaders(options.exposeWorker ? [['sluice-worker', String(threadId)]] : [], options.cors?.origins ?? []);
     this.#rules = new HeaderRules({ allowedOrigins: options.allowedOrigins, corsOrigins: this.#headers.origins, allowedHostNames: options.allowedHostNames });
     this.#clients = new Clients(options.authenticate, options.trustProxy);
@@ -155,7 +159,7 @@ export class HttpEndpoint {
     }
     if (message.kind === 'notification') return this.#notification(ex, message.method, message.params, info);
     if (info.era === 'modern') {
-      const problem = checkModernRequest(ex, message.method, message.params, this.#engine);
+      const problem = checkModernRequest(ex, message.method, message.params, this.#engine, this.#params);
       if (problem !== undefined) return this.#fail(ex, id, problem);
     }
     const client = edge.clientScope();

@@ -11,7 +11,8 @@ export interface Exchange {
   readonly remoteAddress: string;
   /**
    * A request header by lower-case name, copied when the request arrived: those in
-   * `kRequestHeaders`, or every header when the adapter was started with `allHeaders`. Repeats of a
+   * `kRequestHeaders` and any `mcp-param-*` (`wantedHeader`), or every header when the adapter was
+   * started with `allHeaders`. Repeats of a
    * header are joined with ', ' (cookie: '; '), except those in `kSingleHeaders`: the first value
    * is kept and `duplicateHeader` names the header.
    */
@@ -70,6 +71,18 @@ export const kRequestHeaders = [
   'access-control-request-headers', 'access-control-request-method', 'accept', 'authorization', 'content-length', 'content-type', 'cookie', 'host', 'last-event-id', 'mcp-method',
   'mcp-name', 'mcp-protocol-version', 'mcp-session-id', 'origin', 'x-forwarded-for',
 ] as const;
+
+const kWanted: ReadonlySet<string> = new Set(kRequestHeaders);
+
+/**
+ * Whether an adapter copies this (lower-case) header without `allHeaders`: the fixed list, and the
+ * 2026-07-28 `Mcp-Param-{Name}` headers a tools/call mirrors its annotated arguments in (their names
+ * come from the tools, so no fixed list can hold them). A prefix test: nothing is allocated, and a
+ * client sends such headers only for tools that have annotations.
+ */
+export function wantedHeader(name: string): boolean {
+  return kWanted.has(name) || (name.length > 10 && name.startsWith('mcp-param-'));
+}
 
 /**
  * Security-relevant headers a request may carry only once: a repeat makes `duplicateHeader` name it

@@ -1,14 +1,21 @@
 /**
  * 2026-07-28 HTTP rules beyond the version (which `requestInfo` checks): the Mcp-Method and
- * Mcp-Name headers must repeat the body, `_meta` must declare the client's capabilities, and a
- * method the era does not implement is 404. In the order the conformance suite checks them.
+ * Mcp-Name headers must repeat the body, a tools/call's Mcp-Param-* headers its annotated
+ * arguments, `_meta` must declare the client's capabilities, and a method the era does not
+ * implement is 404. In the order the conformance suite checks them.
  */
 import type { Engine } from '../../protocol/engine.js';
 import { metaOf } from '../../protocol/era.js';
 import { ErrorCode, ProtocolError, kMetaClientCapabilities } from '../../protocol/wire.js';
 import type { Exchange } from './exchange.js';
+import { decodeHeaderValue, trimOws } from './param-headers.js';
+import type { ParamHeaders } from './param-headers.js';
 
-const kNamedMethods = new Set(['tools/call', 'resources/read', 'prompts/get']);
+/** The body field Mcp-Name repeats, by method (tasks/*: the tasks extension, SEP-2663). */
+const kNamedBy: ReadonlyMap<string, string> = new Map([
+  ['tools/call', 'name'], ['prompts/get', 'name'], ['resources/read', 'uri'],
+  ['tasks/get', 'taskId'], ['tasks/update', 'taskId'], ['tasks/cancel', 'taskId'],
+]);
 
 function mismatch(message: string): ProtocolError {
   return Object.freeze(new ProtocolError(ErrorCode.HeaderMismatch, message, undefined, 400));
@@ -18,32 +25,29 @@ const kMethodRequired = mismatch('Mcp-Method header is required');
 const kMethodMismatch = mismatch('Mcp-Method header does not match the body');
 const kNameRequired = mismatch('Mcp-Name header is required');
 const kNameMismatch = mismatch('Mcp-Name header does not match the body');
+const kNameEncoding = mismatch('Mcp-Name header is not valid =?base64?…?= (canonical base64 of UTF-8)');
 const kCapabilitiesRequired = Object.freeze(new ProtocolError(ErrorCode.InvalidParams, `_meta["${kMetaClientCapabilities}"] is required`, undefined, 400));
 
 /** The header and _meta refusal of a modern request, if any. */
-export function checkModernRequest(ex: Exchange, method: string, params: Record<string, unknown> | undefined, engine: Engine): ProtocolError | undefined {
+export function checkModernRequest(ex: Exchange, method: string, params: Record<string, unknown> | undefined, engine: Engine, paramHeaders: ParamHeaders): ProtocolError | undefined {
   const methodHeader = ex.header('mcp-method');
-  if (methodHeader !== method) return methodHeader === undefined ? kMethodRequired : kMethodMismatch;
-  if (kNamedMethods.has(method)) {
-    const named = params?.name ?? params?.uri;
-    const nameHeader = decodeHeaderValue(ex.header('mcp-name'));
-    if (nameHeader === undefined) return kNameRequired;
-    if (nameHeader !== named) return kNameMismatch;
+  if (methodHeader === undefined) return kMethodRequired;
+  // OWS around a field value is not part of it (RFC 9110 §5.5); most clients send none.
+  if (methodHeader !== method && trimOws(methodHeader) !== method) return kMethodMismatch;
+  const field = kNamedBy.get(method);
+  if (field !== undefined) {
+    const rawName = ex.header('mcp-name');
+    if (rawName === undefined) return kNameRequired;
+    const nameHeader = decodeHeaderValue(rawName);
+    if (nameHeader === undefined) return kNameEncoding;
+    if (nameHeader !== params?.[field]) return kNameMismatch;
+    if (method === 'tools/call') {
+      const refused = paramHeaders.check(ex, params);
+      if (refused !== undefined) return refused;
+    }
   }
   const capabilities = metaOf(params)?.[kMetaClientCapabilities];
   if (capabilities === null || typeof capabilities !== 'object' || Array.isArray(capabilities)) return kCapabilitiesRequired;
   if (!engine.implements('modern', method)) return new ProtocolError(ErrorCode.MethodNotFound, `Method not found: ${method}`, undefined, 404);
   return undefined;
-}
-
-/** `=?base64?…?=` values (2026-07-28 header encoding for unsafe characters) decoded; others as is. */
-export function decodeHeaderValue(value: string | undefined): string | undefined {
-  if (value === undefined) return undefined;
-  const m = /^=\?base64\?([A-Za-z0-9+/=]*)\?=$/.exec(value);
-  if (m === null) return value;
-  try {
-    return new TextDecoder('utf-8', { fatal: true }).decode(Buffer.from(m[1], 'base64'));
-  } catch {
-    return undefined;
-  }
 }

@@ -4,10 +4,8 @@ import type { Socket } from 'node:net';
 import { SluiceError } from '../../../errors.js';
 import type { AdapterOptions, Listening } from '../adapter.js';
 import type { Exchange } from '../exchange.js';
-import { addHeader, kRequestHeaders } from '../exchange.js';
+import { addHeader, wantedHeader } from '../exchange.js';
 import { nodeReusePort } from './reuse-port.js';
-
-const kWanted: ReadonlySet<string> = new Set(kRequestHeaders);
 
 /**
  * node:http adapter: the same contract as the uWS one, for when uWS cannot load or is not wanted.
@@ -100,7 +98,7 @@ class NodeExchange implements Exchange {
     let repeated: string | undefined;
     for (let i = 0; i < raw.length; i += 2) {
       const name = raw[i].toLowerCase();
-      if (all || kWanted.has(name)) repeated ??= addHeader(this.#headers, name, raw[i + 1]);
+      if (all || wantedHeader(name)) repeated ??= addHeader(this.#headers, name, raw[i + 1]);
     }
     this.duplicateHeader = repeated;
     res.once('close', () => {

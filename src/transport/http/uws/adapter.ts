@@ -1,7 +1,7 @@
 import { SluiceError } from '../../../errors.js';
 import type { AdapterOptions, Listening } from '../adapter.js';
 import type { Exchange } from '../exchange.js';
-import { addHeader, kRequestHeaders, kStatusText } from '../exchange.js';
+import { addHeader, kStatusText, wantedHeader } from '../exchange.js';
 import { loadUws } from './load.js';
 import type { UwsRequest, UwsResponse } from './load.js';
 
@@ -24,14 +24,13 @@ function addressText(res: UwsResponse): string {
   lastAddressText = kDecoder.decode(res.getRemoteAddressAsText());
   return lastAddressText;
 }
-const kWanted: ReadonlySet<string> = new Set(kRequestHeaders);
 
 // `HttpRequest.forEach` calls back synchronously: two module-level callbacks and the map they fill
 // spare a closure per request.
 let collecting = new Map<string, string>();
 let repeated: string | undefined;
 function collectWanted(name: string, value: string): void {
-  if (kWanted.has(name)) repeated ??= addHeader(collecting, name, value);
+  if (wantedHeader(name)) repeated ??= addHeader(collecting, name, value);
 }
 function collectAll(name: string, value: string): void {
   repeated ??= addHeader(collecting, name, value);
