@@ -2,6 +2,7 @@ import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import type { ClientRequest, IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { SluiceError } from '../errors.js';
+import { answerServerRequest } from './transport.js';
 import type { ClientTransport, JsonRpcMessage, SendOptions } from './transport.js';
 
 export interface HttpTransportOptions {
@@ -22,7 +23,11 @@ export class SessionExpiredError extends SluiceError {
   }
 }
 
-const kNamed: Record<string, string> = { 'tools/call': 'name', 'prompts/get': 'name', 'resources/read': 'uri' };
+/** The param each named method's Mcp-Name header repeats (the spec's list; tasks/* name their task). */
+const kNamed: Record<string, string> = {
+  'tools/call': 'name', 'prompts/get': 'name', 'resources/read': 'uri',
+  'tasks/get': 'taskId', 'tasks/update': 'taskId', 'tasks/cancel': 'taskId',
+};
 
 /**
  * Streamable HTTP for both eras. Legacy: session headers, JSON or SSE replies, and the cancel is a
@@ -168,8 +173,8 @@ export class HttpClientTransport implements ClientTransport {
             return;
           }
           if ('method' in parsed && 'id' in parsed) {
-            // A server request: this client declares no capabilities, so it declines.
-            void this.notify({ jsonrpc: '2.0', id: parsed.id, error: { code: -32601, message: 'Method not found' } });
+            // A server request: answered by the request's handler if it has one, else declined.
+            void answerServerRequest(parsed, options).then((reply) => this.notify(reply)).catch(() => {});
             continue;
           }
           options.onMessage(parsed);
