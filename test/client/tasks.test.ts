@@ -1,8 +1,10 @@
 /** The client's tasks API against a scripted server that speaks both dialects (test/client/task-server.ts). */
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { CancelledError, Client, HttpClientTransport, RpcError, SluiceError } from '../../src/client/index.js';
+import { CancelledError, Client, HttpClientTransport, RpcError, SluiceError, StdioClientTransport } from '../../src/client/index.js';
 import type { InputRequest, TaskHandle, TaskInfo } from '../../src/client/index.js';
-import { until } from '../helpers/server.js';
+import { recordPath, until } from '../helpers/server.js';
 import { startScriptedServer } from './task-server.js';
 import type { ScriptedServer } from './task-server.js';
 
@@ -187,5 +189,20 @@ describe('2025-11-25 experimental tasks', () => {
     const handle = await client('legacy').callTool('sync', {}, { task: true });
     expect(handle.taskId).toBeUndefined();
     expect((await handle.result()).content).toEqual([{ type: 'text', text: 'sync sync' }]);
+  });
+});
+
+describe('2025-11-25 tasks over stdio', () => {
+  it('a server request with related-task _meta goes to that task\'s onInputRequired; an unrelated one is declined', async () => {
+    const log = recordPath();
+    const script = fileURLToPath(new URL('./task-stdio-server.mjs', import.meta.url));
+    const c = new Client(new StdioClientTransport({ command: process.execPath, args: [script, log] }), { era: 'legacy', capabilities: { elicitation: {} } });
+    clients.push(c);
+    const handle = await c.callTool('ask', {}, { task: true, onInputRequired: (requests) => ({ e1: { action: 'accept', content: { name: String(Object.keys(requests)) } } }) });
+    expect(handle.taskId).toBe('stdio-task-1');
+    expect((await handle.result()).content).toEqual([{ type: 'text', text: 'hello e1' }]);
+    const replies = readFileSync(log, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>).filter((m) => m.method === undefined);
+    expect(replies).toContainEqual({ jsonrpc: '2.0', id: 'other', error: { code: -32601, message: 'Method not found' } });
+    expect(replies).toContainEqual({ jsonrpc: '2.0', id: 'e1', result: { action: 'accept', content: { name: 'e1' } } });
   });
 });
