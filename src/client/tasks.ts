@@ -250,13 +250,17 @@ export class Task implements TaskHandle {
     // tasks/result says nothing until the end: status changes come from tasks/get beside it.
     const poller = this.#options.onStatus === undefined ? Promise.resolve() : this.#pollStatus(polling.signal);
     try {
-      return await this.#peer.request('tasks/result', { taskId }, { signal: this.#signal, onRequest: (m) => this.#answerServerRequest(m) }) as CallToolResult;
+      const result = await this.#peer.request('tasks/result', { taskId }, { signal: this.#signal, onRequest: (m) => this.#answerServerRequest(m) }) as CallToolResult;
+      // Without onStatus nothing read the end state: tasks/result returning means terminal (a tool error is 'failed' in 2025-11-25).
+      if (this.#options.onStatus === undefined) this.#task = { ...this.#task!, status: result.isError === true ? 'failed' : 'completed' };
+      return result;
     } catch (error) {
       // The result of a task someone cancelled is an error: say cancelled, as the 2026-07-28 path does.
       if (error instanceof ProtocolError && !this.#signal.aborted) {
         const task = await this.#get(polling.signal).catch(() => undefined);
         if (task !== undefined) this.#see(task);
         if (task?.status === 'cancelled') throw new CancelledError(task.statusMessage ?? 'the task was cancelled');
+        if (task === undefined && this.#options.onStatus === undefined) this.#task = { ...this.#task!, status: 'failed' };
       }
       throw error;
     } finally {

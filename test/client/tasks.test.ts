@@ -163,6 +163,7 @@ describe('2025-11-25 experimental tasks', () => {
   it('a failed task rejects with the JSON-RPC error tasks/result returns', async () => {
     const handle = await client('legacy').callTool('fail', {}, { task: true });
     expect(await rejection(handle.result())).toMatchObject({ rpcCode: -32050, message: 'the job broke' });
+    expect(handle.status).toBe('failed');
   });
 
   it('aborting sends tasks/cancel; a cancel on a terminal task is -32602; listTasks lists the session\'s tasks', async () => {
@@ -201,6 +202,7 @@ describe('2025-11-25 tasks over stdio', () => {
     const handle = await c.callTool('ask', {}, { task: true, onInputRequired: (requests) => ({ e1: { action: 'accept', content: { name: String(Object.keys(requests)) } } }) });
     expect(handle.taskId).toBe('stdio-task-1');
     expect((await handle.result()).content).toEqual([{ type: 'text', text: 'hello e1' }]);
+    expect(handle.status).toBe('completed');
     const replies = readFileSync(log, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>).filter((m) => m.method === undefined);
     expect(replies).toContainEqual({ jsonrpc: '2.0', id: 'other', error: { code: -32601, message: 'Method not found' } });
     expect(replies).toContainEqual({ jsonrpc: '2.0', id: 'e1', result: { action: 'accept', content: { name: 'e1' } } });
