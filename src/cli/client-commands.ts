@@ -3,6 +3,7 @@ import { join } from 'node:path';
 
 import { CancelledError } from '../errors.js';
 import { Client, RpcError } from '../client/client.js';
+import type { CallToolResult, RequestOptions } from '../client/client.js';
 import { HttpClientTransport } from '../client/http.js';
 import { StdioClientTransport } from '../client/stdio.js';
 import { UsageError } from './flags.js';
@@ -12,6 +13,8 @@ export interface ClientFlags {
   timeoutMs: number | undefined;
   era: 'auto' | 'legacy' | 'modern';
   json: boolean;
+  /** `call --task`: ask for a task, report its status changes. */
+  task: boolean;
 }
 
 /** The MCP endpoint a user typed: `127.0.0.1:3000` (or `http://127.0.0.1:3000/`) means `http://127.0.0.1:3000/mcp`. */
@@ -54,7 +57,7 @@ function explain(error: unknown, where: string, url: URL | undefined): string {
   return message;
 }
 
-/** `sluice call`: one tool call, progress on stderr, the result on stdout; SIGINT cancels it. */
+/** `sluice call`: one tool call (or task: `--task`), progress on stderr, the result on stdout; SIGINT cancels it. */
 export async function call(args: string[], flags: ClientFlags): Promise<number> {
   const [target, tool, json, ...rest] = flags.stdio === undefined ? args : [undefined, ...args];
   if (tool === undefined || (flags.stdio === undefined && target === undefined)) throw new UsageError('call needs a server (a URL, or --stdio "<command>") and a tool name');
@@ -73,11 +76,12 @@ export async function call(args: string[], flags: ClientFlags): Promise<number> 
   const onSigint = () => interrupt.abort('interrupted (SIGINT)');
   process.once('SIGINT', onSigint);
   try {
-    const result = await client.callTool(tool, toolArgs, {
+    const options = {
       signal: interrupt.signal,
       ...(flags.timeoutMs === undefined ? {} : { timeoutMs: flags.timeoutMs }),
-      onProgress: (p) => process.stderr.write(`progress ${p.progress}${p.total === undefined ? '' : `/${p.total}`}${p.message === undefined ? '' : ` ${p.message}`}\n`),
-    });
+      onProgress: (p: { progress: number; total?: number; message?: string }) => process.stderr.write(`progress ${p.progress}${p.total === undefined ? '' : `/${p.total}`}${p.message === undefined ? '' : ` ${p.message}`}\n`),
+    };
+    const result = flags.task ? await callAsTask(client, tool, toolArgs, options) : await client.callTool(tool, toolArgs, options);
     if (flags.json) {
       process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
       return result.isError === true ? 1 : 0;
@@ -99,6 +103,21 @@ export async function call(args: string[], flags: ClientFlags): Promise<number> 
     process.off('SIGINT', onSigint);
     await client.close();
   }
+}
+
+/**
+ * `call --task`: one stderr line per status change (UTC time, status, message). The interrupt
+ * signal makes the handle send tasks/cancel; client.close() lets that request out before exiting.
+ */
+async function callAsTask(client: Client, tool: string, toolArgs: Record<string, unknown>, options: RequestOptions): Promise<CallToolResult> {
+  const handle = await client.callTool(tool, toolArgs, {
+    ...options,
+    task: true,
+    onStatus: (task) => process.stderr.write(`${new Date().toISOString().slice(11, 23)} ${task.status}${task.statusMessage === undefined ? '' : ` ${task.statusMessage}`}\n`),
+  });
+  if (handle.taskId === undefined) process.stderr.write('sluice: the server answered at once, without a task\n');
+  else process.stderr.write(`sluice: task ${handle.taskId}\n`);
+  return handle.result();
 }
 
 /** A failed call; for a tool that does not exist, the tools that do. */

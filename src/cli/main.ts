@@ -9,8 +9,8 @@ import { parseArgs } from 'node:util';
 
 const kUsage = `Usage:
   sluice serve [options]       serve MCP tools over HTTP (or stdio)
-  sluice call <url> <tool> [json-args] [--timeout ms] [--era era] [--json]
-  sluice call --stdio "<command>" <tool> [json-args] [--timeout ms] [--json]
+  sluice call <url> <tool> [json-args] [--task] [--timeout ms] [--era era] [--json]
+  sluice call --stdio "<command>" <tool> [json-args] [--task] [--timeout ms] [--json]
                                call a tool, printing progress as it comes; Ctrl-C cancels the call
   sluice list <url> [--json]   list the tools, resources and prompts a server offers
   sluice list --stdio "<command>" [--json]
@@ -45,6 +45,10 @@ Options of serve:
 Options of call and list:
   --stdio <command>    start this stdio server and talk to it instead of a URL
   --timeout <ms>       (call) cancel the call after this long
+  --task               (call) ask the server to run the call as an MCP task: each status change
+                       is printed to stderr, the result as usual; Ctrl-C or --timeout sends
+                       tasks/cancel (input the task asks for is not given: 2026-07-28 tasks that
+                       ask are cancelled, 2025-11-25 requests are declined)
   --era <era>          auto | legacy | modern (default auto)
   --json               print the raw JSON result instead of readable text
 
@@ -90,6 +94,7 @@ async function run(argv: readonly string[]): Promise<number> {
         timeout: { type: 'string' },
         era: { type: 'string' },
         json: { type: 'boolean' },
+        task: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
         version: { type: 'boolean', short: 'v' },
       },
@@ -110,11 +115,13 @@ async function run(argv: readonly string[]): Promise<number> {
     process.stderr.write(kUsage);
     return 2;
   }
+  if (values.task === true && positionals[0] !== 'call') throw new UsageError('--task goes with call only');
   const client: ClientFlags = {
     stdio: typeof values.stdio === 'string' ? values.stdio : undefined,
     timeoutMs: integerFlag('timeout', values.timeout, 1),
     era: choiceFlag('era', values.era, ['auto', 'legacy', 'modern'] as const) ?? 'auto',
     json: values.json === true,
+    task: values.task === true,
   };
   switch (positionals[0]) {
     case 'call': return call(positionals.slice(1), client);

@@ -3,6 +3,8 @@ import { ProtocolError, kLegacyVersions, kMetaClientCapabilities, kMetaClientInf
 import { SessionExpiredError } from './http.js';
 import type { ClientTransport, JsonRpcMessage } from './transport.js';
 import type { ContentBlock, PromptArgument, PromptMessage, ResourceContents } from './content.js';
+import { Task, kTasksExtension, reasonOf } from './tasks.js';
+import type { InputResponses, ListTasksResult, TaskCallOptions, TaskHandle, TaskInfo, TaskPeer } from './tasks.js';
 
 /** Options of every request method. */
 export interface RequestOptions {
@@ -18,7 +20,11 @@ export interface ClientOptions {
   /** 'auto' (default): server/discover first (2026-07-28), falling back to initialize (legacy). */
   era?: 'auto' | 'legacy' | 'modern';
   clientInfo?: { name: string; version: string };
-  /** Client capabilities to declare (this client answers no server requests: keep it `{}`). */
+  /**
+   * Client capabilities to declare. Server requests are answered only on a 2025-11-25 task's
+   * tasks/result stream, by the task's `onInputRequired`: declare `elicitation` (or `sampling`) for
+   * those; otherwise keep it `{}`. (The 2026-07-28 tasks opt-in is added per task request.)
+   */
   capabilities?: Record<string, unknown>;
 }
 
@@ -31,6 +37,13 @@ export const RpcError = ProtocolError;
 export type RpcError = ProtocolError;
 
 type Result = Record<string, unknown>;
+
+/** What #raw takes besides the caller's options: the tasks opt-in, and answers to server requests. */
+interface RawOptions extends RequestOptions {
+  /** 2026-07-28: opt in to the tasks extension for this request. */
+  tasks?: boolean;
+  onRequest?: (message: JsonRpcMessage) => Promise<JsonRpcMessage>;
+}
 
 /** Fields any result may carry besides those named (`_meta`; 2026-07-28 `resultType`, `ttlMs`, …). */
 export interface ResultFields {
@@ -207,7 +220,11 @@ export class Client {
   }
 
   /** Any request, by method. */
-  async request(method: string, params: Record<string, unknown> = {}, options: RequestOptions = {}): Promise<Result> {
+  request(method: string, params: Record<string, unknown> = {}, options: RequestOptions = {}): Promise<Result> {
+    return this.#request(method, params, options);
+  }
+
+  async #request(method: string, params: Record<string, unknown>, options: RawOptions): Promise<Result> {
     if (options.signal?.aborted === true) throw new CancelledError(reasonOf(options.signal.reason));
     await this.#connectFor(options);
     try {
@@ -252,12 +269,14 @@ export class Client {
     });
   }
 
-  #raw(method: string, params: Record<string, unknown>, options: RequestOptions): Promise<Result> {
+  #raw(method: string, params: Record<string, unknown>, options: RawOptions): Promise<Result> {
     const id = ++this.#nextId;
     const meta: Record<string, unknown> = { ...(params._meta as Record<string, unknown> | undefined) };
     if (this.#era === 'modern') {
       meta[kMetaProtocolVersion] = kModernVersion;
-      meta[kMetaClientCapabilities] = this.#capabilities;
+      meta[kMetaClientCapabilities] = options.tasks === true
+        ? { ...this.#capabilities, extensions: { ...(this.#capabilities.extensions as Record<string, unknown> | undefined), [kTasksExtension]: {} } }
+        : this.#capabilities;
       meta[kMetaClientInfo] = this.#clientInfo;
     }
     if (options.onProgress !== undefined) meta.progressToken = id;
@@ -277,11 +296,9 @@ export class Client {
         local.abort(reason);
         if (!this.#transport.cancelsByAbort) {
           // Only once the request's bytes are out, so the server never sees the cancel first.
-          const sending = wasSent
+          this.#track(wasSent
             .then(() => this.#transport.notify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason } }))
-            .catch(() => {})
-            .finally(() => this.#cancelling.delete(sending));
-          this.#cancelling.add(sending);
+            .catch(() => {}));
         }
       };
       if (cancellable) cleanup = this.#watch(options, cancel);
@@ -293,6 +310,7 @@ export class Client {
           if (p.progressToken === id) options.onProgress?.({ progress: p.progress, total: p.total, message: p.message });
         },
         signal: local.signal,
+        ...(options.onRequest === undefined ? {} : { onRequest: options.onRequest }),
       }).then((response) => {
         cleanup();
         if (settled) return; // a late response to a cancelled call: dropped
@@ -317,7 +335,75 @@ export class Client {
   discover(options?: RequestOptions): Promise<ResultFields> { return this.request('server/discover', {}, options); }
   ping(options?: RequestOptions): Promise<ResultFields> { return this.request('ping', {}, options); }
   listTools(params: { cursor?: string } = {}, options?: RequestOptions): Promise<ListToolsResult> { return this.request('tools/list', params, options) as Promise<ListToolsResult>; }
-  callTool(name: string, args: Record<string, unknown> = {}, options?: RequestOptions): Promise<CallToolResult> { return this.request('tools/call', { name, arguments: args }, options) as Promise<CallToolResult>; }
+  /**
+   * Calls a tool. With `{ task: true }` (TaskCallOptions) the server is asked to run it as a task,
+   * and the promise resolves, once the server answered the tools/call, to a TaskHandle whose
+   * `result()` gives the tool's result; a server that answered synchronously gives a handle without
+   * a task that resolves to that answer. 2026-07-28: the request opts in to the tasks extension;
+   * 2025-11-25: it carries `task: { ttl? }`.
+   */
+  callTool(name: string, args: Record<string, unknown>, options: TaskCallOptions): Promise<TaskHandle>;
+  callTool(name: string, args?: Record<string, unknown>, options?: RequestOptions): Promise<CallToolResult>;
+  callTool(name: string, args: Record<string, unknown> = {}, options?: RequestOptions | TaskCallOptions): Promise<CallToolResult | TaskHandle> {
+    if (options !== undefined && 'task' in options && options.task === true) return this.#callTask(name, args, options);
+    return this.request('tools/call', { name, arguments: args }, options) as Promise<CallToolResult>;
+  }
+
+  async #callTask(name: string, args: Record<string, unknown>, options: TaskCallOptions): Promise<TaskHandle> {
+    // One signal for the whole task: the caller's abort or the timeout, from now until the task ends.
+    const whole = new AbortController();
+    const stop = this.#watch(options, (reason) => whole.abort(reason));
+    const release = () => stop();
+    try {
+      if (whole.signal.aborted) throw new CancelledError(reasonOf(whole.signal.reason));
+      await this.#connectFor({ signal: whole.signal });
+      const legacy = this.#era === 'legacy';
+      const params: Record<string, unknown> = { name, arguments: args };
+      if (legacy) params.task = options.ttlMs === undefined ? {} : { ttl: options.ttlMs };
+      const answer = await this.#request('tools/call', params, {
+        signal: whole.signal, tasks: true, ...(options.onProgress === undefined ? {} : { onProgress: options.onProgress }),
+      });
+      const created = legacy ? answer.task as TaskInfo | undefined : answer.resultType === 'task' ? answer as TaskInfo : undefined;
+      const peer: TaskPeer = {
+        era: legacy ? 'legacy' : 'modern',
+        request: (method, p, o) => this.#request(method, p, { ...o, tasks: true }),
+        track: (sending) => this.#track(sending),
+      };
+      if (created === undefined || typeof created.taskId !== 'string') return new Task(peer, undefined, answer as CallToolResult, options, whole.signal, release);
+      return new Task(peer, created, undefined, options, whole.signal, release);
+    } catch (error) {
+      release();
+      throw error;
+    }
+  }
+
+  #track(sending: Promise<void>): void {
+    const tracked = sending.finally(() => this.#cancelling.delete(tracked));
+    this.#cancelling.add(tracked);
+  }
+
+  /** A task's current state (tasks/get). 2026-07-28 inlines its result, error or input requests. */
+  getTask(taskId: string, options?: RequestOptions): Promise<TaskInfo> {
+    return this.#request('tasks/get', { taskId }, { ...options, tasks: true }) as Promise<TaskInfo>;
+  }
+
+  /**
+   * Asks the server to cancel a task (tasks/cancel). Cooperative: read the task to see how it ended.
+   * A 2025-11-25 server refuses a task already terminal (RpcError -32602); a 2026-07-28 one acks it.
+   */
+  async cancelTask(taskId: string, options?: RequestOptions): Promise<void> {
+    await this.#request('tasks/cancel', { taskId }, { ...options, tasks: true });
+  }
+
+  /** 2026-07-28: answers a task's input requests by key (tasks/update); the server acks. */
+  async updateTask(taskId: string, inputResponses: InputResponses, options?: RequestOptions): Promise<void> {
+    await this.#request('tasks/update', { taskId, inputResponses }, { ...options, tasks: true });
+  }
+
+  /** 2025-11-25 only: a page of the session's tasks (a 2026-07-28 server answers RpcError -32601). */
+  listTasks(cursor?: string, options?: RequestOptions): Promise<ListTasksResult> {
+    return this.#request('tasks/list', cursor === undefined ? {} : { cursor }, { ...options, tasks: true }) as Promise<ListTasksResult>;
+  }
   listResources(params: { cursor?: string } = {}, options?: RequestOptions): Promise<ListResourcesResult> { return this.request('resources/list', params, options) as Promise<ListResourcesResult>; }
   listResourceTemplates(params: { cursor?: string } = {}, options?: RequestOptions): Promise<ListResourceTemplatesResult> { return this.request('resources/templates/list', params, options) as Promise<ListResourceTemplatesResult>; }
   readResource(uri: string, options?: RequestOptions): Promise<ReadResourceResult> { return this.request('resources/read', { uri }, options) as Promise<ReadResourceResult>; }
@@ -337,8 +423,3 @@ export class Client {
   }
 }
 
-function reasonOf(reason: unknown): string {
-  if (typeof reason === 'string') return reason;
-  if (reason instanceof Error) return reason.message;
-  return reason === undefined ? 'cancelled' : String(reason);
-}

@@ -4,6 +4,7 @@ import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { SluiceError } from '../errors.js';
 import { headerValue, paramHeaderSpecs, paramHeaders } from './param-headers.js';
 import type { ParamHeaderSpecs } from './param-headers.js';
+import { answerServerRequest } from './transport.js';
 import type { ClientTransport, JsonRpcMessage, SendOptions } from './transport.js';
 
 export interface HttpTransportOptions {
@@ -24,7 +25,11 @@ export class SessionExpiredError extends SluiceError {
   }
 }
 
-const kNamed: Record<string, string> = { 'tools/call': 'name', 'prompts/get': 'name', 'resources/read': 'uri' };
+/** The param each named method's Mcp-Name header repeats (the spec's list; tasks/* name their task). */
+const kNamed: Record<string, string> = {
+  'tools/call': 'name', 'prompts/get': 'name', 'resources/read': 'uri',
+  'tasks/get': 'taskId', 'tasks/update': 'taskId', 'tasks/cancel': 'taskId',
+};
 
 /**
  * Streamable HTTP for both eras. Legacy: session headers, JSON or SSE replies, and the cancel is a
@@ -176,8 +181,8 @@ export class HttpClientTransport implements ClientTransport {
             return;
           }
           if ('method' in parsed && 'id' in parsed) {
-            // A server request: this client declares no capabilities, so it declines.
-            void this.notify({ jsonrpc: '2.0', id: parsed.id, error: { code: -32601, message: 'Method not found' } });
+            // A server request: answered by the request's handler if it has one, else declined.
+            void answerServerRequest(parsed, options).then((reply) => this.notify(reply)).catch(() => {});
             continue;
           }
           options.onMessage(parsed);

@@ -4,6 +4,7 @@ export type {
   ClientOptions, RequestOptions, ResultFields, ObjectSchema, ToolInfo, ListToolsResult, CallToolResult, ResourceInfo, ListResourcesResult,
   ResourceTemplateInfo, ListResourceTemplatesResult, ReadResourceResult, PromptInfo, ListPromptsResult, GetPromptResult, CompleteResult,
 } from './client.js';
+export type { TaskCallOptions, TaskHandle, TaskInfo, TaskStatus, InputRequest, InputResponses, ListTasksResult } from './tasks.js';
 export { StdioClientTransport } from './stdio.js';
 export type { StdioTransportOptions } from './stdio.js';
 export { HttpClientTransport, SessionExpiredError } from './http.js';

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { SluiceError } from '../errors.js';
+import { answerServerRequest } from './transport.js';
 import type { ClientTransport, JsonRpcMessage, SendOptions } from './transport.js';
 
 export interface StdioTransportOptions {
@@ -17,6 +18,9 @@ interface Waiting {
   reject(error: Error): void;
   onMessage(message: JsonRpcMessage): void;
   progressToken: unknown;
+  /** A tasks/result request's task, and the handler of the server requests related to it. */
+  taskId: unknown;
+  onRequest: SendOptions['onRequest'];
 }
 
 /**
@@ -59,9 +63,10 @@ export class StdioClientTransport implements ClientTransport {
     if (this.#closed) return Promise.reject(new SluiceError('transport_closed', 'the transport is closed'));
     if (this.#gone) return Promise.reject(new SluiceError('server_exited', 'the server process exited'));
     const key = JSON.stringify(message.id);
-    const progressToken = ((message.params as Record<string, unknown> | undefined)?._meta as Record<string, unknown> | undefined)?.progressToken;
+    const params = message.params as Record<string, unknown> | undefined;
+    const progressToken = (params?._meta as Record<string, unknown> | undefined)?.progressToken;
     return new Promise((resolve, reject) => {
-      this.#waiting.set(key, { resolve, reject, onMessage: options.onMessage, progressToken });
+      this.#waiting.set(key, { resolve, reject, onMessage: options.onMessage, progressToken, taskId: params?.taskId, onRequest: options.onRequest });
       // The abort of a stdio request changes nothing on the wire here: the client sends the cancel
       // line; the entry is dropped so a late response is ignored.
       options.signal.addEventListener('abort', () => { this.#waiting.delete(key); }, { once: true });
@@ -111,11 +116,10 @@ export class StdioClientTransport implements ClientTransport {
       return;
     }
     if ('method' in message && 'id' in message) {
-      // A request from the server: this client offers no capabilities, so it declines politely.
-      const reply = message.method === 'ping'
-        ? { jsonrpc: '2.0' as const, id: message.id, result: {} }
-        : { jsonrpc: '2.0' as const, id: message.id, error: { code: -32601, message: 'Method not found' } };
-      this.#write(reply, () => {});
+      // A request from the server: the waiting tasks/result of its related task answers it; else declined.
+      const related = (((message.params as Record<string, unknown> | undefined)?._meta as Record<string, unknown> | undefined)?.['io.modelcontextprotocol/related-task'] as Record<string, unknown> | undefined)?.taskId;
+      const owner = related === undefined ? undefined : [...this.#waiting.values()].find((w) => w.onRequest !== undefined && w.taskId === related);
+      void answerServerRequest(message, owner).then((reply) => this.#write(reply, () => {}));
       return;
     }
     const token = (message.params as Record<string, unknown> | undefined)?.progressToken;

@@ -9,6 +9,12 @@ export interface SendOptions {
   onMessage(message: JsonRpcMessage): void;
   /** Aborted when the caller gives up; a transport whose cancel is the abort ends the exchange. */
   signal: AbortSignal;
+  /**
+   * Answers server requests that belong to this request (a 2025-11-25 task's input on its
+   * tasks/result stream): resolves to the response message to send back. Without it, a transport
+   * declines server requests (-32601). On stdio, requests are matched by their `related-task` _meta.
+   */
+  onRequest?(message: JsonRpcMessage): Promise<JsonRpcMessage>;
 }
 
 /**
@@ -27,4 +33,18 @@ export interface ClientTransport {
   readonly cancelsByAbort: boolean;
   /** Per-request headers or `_meta` depend on the era; the client tells the transport which. */
   setEra?(era: 'legacy' | 'modern', version: string): void;
+}
+
+/** The reply to a server request: the handler's, or -32601 without one (or -32603 when it fails). */
+export async function answerServerRequest(message: JsonRpcMessage, options: Pick<SendOptions, 'onRequest'> | undefined): Promise<JsonRpcMessage> {
+  if (options?.onRequest === undefined) {
+    return message.method === 'ping'
+      ? { jsonrpc: '2.0', id: message.id, result: {} }
+      : { jsonrpc: '2.0', id: message.id, error: { code: -32601, message: 'Method not found' } };
+  }
+  try {
+    return await options.onRequest(message);
+  } catch (error) {
+    return { jsonrpc: '2.0', id: message.id, error: { code: -32603, message: error instanceof Error ? error.message : String(error) } };
+  }
 }
