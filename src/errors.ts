@@ -29,7 +29,11 @@ export type SluiceErrorCode =
   /** A JSON-RPC error response (ProtocolError: `rpcCode`, `data`). */
   | 'rpc_error'
   /** The request needs a client capability the client did not declare (wire: -32021). */
-  | 'missing_client_capability';
+  | 'missing_client_capability'
+  /** A task store is at one of its bounds (tasks in total, or per owner): the task is not created. */
+  | 'task_limit_reached'
+  /** A list cursor the store did not give to this caller (garbled, of another owner, or of an earlier server). */
+  | 'invalid_cursor';
 
 /**
  * Every SluiceErrorCode, as a runtime list (a Record, so the compiler refuses a code missing here).
@@ -40,7 +44,7 @@ const kCodeTable: Record<SluiceErrorCode, true> = {
   in_flight_capacity_exhausted: true, request_cancelled: true, bad_descriptor: true, uws_native_unavailable: true,
   listen_failed: true, port_in_use: true, tools_module_failed: true, process_exit_refused: true, invalid_definition: true,
   transport_closed: true, server_exited: true, session_expired: true, invalid_response: true, rpc_error: true,
-  missing_client_capability: true,
+  missing_client_capability: true, task_limit_reached: true, invalid_cursor: true,
 };
 export const kSluiceErrorCodes: readonly SluiceErrorCode[] = Object.freeze(Object.keys(kCodeTable) as SluiceErrorCode[]);
 
