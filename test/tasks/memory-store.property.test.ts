@@ -93,7 +93,7 @@ class Create implements Cmd {
   toString = () => `create(${this.owner}, ${String(this.ttlMs)})`;
 }
 
-type UpdateKind = { kind: 'complete' | 'fail' | 'working' } | { kind: 'ask' | 'consume'; keys: string[] };
+type UpdateKind = { kind: 'complete' } | { kind: 'fail' } | { kind: 'working' } | { kind: 'ask'; keys: string[] } | { kind: 'consume'; keys: string[] };
 
 class Update implements Cmd {
   constructor(readonly pick: number, readonly change: UpdateKind) {}
@@ -208,7 +208,7 @@ const commands = [
   fc.tuple(owner, fc.constantFrom(undefined, 50, 150, 1_000)).map(([o, ttl]) => new Create(o, ttl)),
   fc.tuple(fc.nat(), fc.oneof(
     fc.constantFrom({ kind: 'complete' as const }, { kind: 'fail' as const }, { kind: 'working' as const }),
-    fc.tuple(fc.constantFrom('ask' as const, 'consume' as const), keys).map(([kind, ks]) => ({ kind, keys: ks })),
+    fc.tuple(fc.constantFrom('ask' as const, 'consume' as const), keys).map(([kind, ks]): UpdateKind => (kind === 'ask' ? { kind, keys: ks } : { kind, keys: ks })),
   )).map(([pick, change]) => new Update(pick, change)),
   fc.tuple(fc.nat(), owner, keys).map(([pick, o, ks]) => new Respond(pick, o, ks)),
   fc.tuple(fc.nat(), owner).map(([pick, o]) => new Cancel(pick, o)),
