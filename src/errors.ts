@@ -30,9 +30,9 @@ export type SluiceErrorCode =
   | 'rpc_error'
   /** The request needs a client capability the client did not declare (wire: -32021). */
   | 'missing_client_capability'
-  /** A task store refused a new task: a bound (tasks per owner, in total) is reached. */
+  /** A task store is at one of its bounds (tasks in total, or per owner): the task is not created. */
   | 'task_limit_reached'
-  /** A list cursor this store did not hand out (or garbled). */
+  /** A list cursor the store did not give to this caller (garbled, of another owner, or of an earlier server). */
   | 'invalid_cursor';
 
 /**

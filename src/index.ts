@@ -26,3 +26,14 @@ export type { Resource, ResourceTemplate, ResourceDefinition, ResourceTemplateDe
 export { definePrompt } from './catalog/prompts.js';
 export type { Prompt, PromptDefinition, PromptArgument, PromptMessage, GetPromptResult } from './catalog/prompts.js';
 export type { LogLevel, ListKind, InputRequired } from './tools/context.js';
+/**
+ * Tasks: where they live. `MemoryTaskStore` is the default (one node's memory); another store
+ * implements `TaskStore` and is given as `createServer({ tasks: { store } })`.
+ */
+export { MemoryTaskStore } from './tasks/memory-store.js';
+export type { MemoryTaskStoreOptions, TaskStoreStats } from './tasks/memory-store.js';
+export { kDefaultTaskLimits } from './tasks/store.js';
+export type { TaskStore, TaskLimits } from './tasks/store.js';
+export { isTerminal } from './tasks/task.js';
+export type { TaskRecord, NewTask, TaskChange, TaskPage, TaskStatus, TaskDialect, TaskInputRequest, TaskError, TaskProgress } from './tasks/task.js';
+export type { TasksOptions } from './server/options.js';

@@ -11,6 +11,7 @@ import { Engine } from '../protocol/engine.js';
 import { attachRegistry, createRegistry } from '../registry/index.js';
 import type { Registry, RegistryDescriptor, RegistryOptions } from '../registry/index.js';
 import { SessionStore } from '../sessions/store.js';
+import type { TaskLimits, TaskStore } from '../tasks/store.js';
 import type { SessionStoreDescriptor } from '../sessions/store.js';
 import { ServerCounters } from '../telemetry/counters.js';
 import type { ServerCountersDescriptor } from '../telemetry/counters.js';
@@ -96,6 +97,13 @@ export interface EngineInput {
   readonly broadcastListChanged?: ((kind: ListKind) => void) | undefined;
   /** Told each pool thread's id as it starts (`alive`) and once it has exited (see ToolPoolOptions.onThread). */
   readonly onPoolThread?: ((threadId: number, alive: boolean) => void) | undefined;
+  /**
+   * Where this thread's tasks live (the store itself, or a TaskStoreClient to the supervisor's) and
+   * who runs them (this thread's id); absent when tasks are off.
+   */
+  readonly tasks?: { readonly store: TaskStore; readonly limits: TaskLimits; readonly runner: string } | undefined;
+  /** An authenticate hook checks callers (the engine offers 2025-11-25 tasks/list only then). */
+  readonly authenticated?: boolean | undefined;
 }
 
 /** One serving thread's protocol stack: this thread attached to the shared tables, the pool, the engine. */
@@ -126,6 +134,8 @@ export function createEngine(input: EngineInput): ServingEngine {
     stateKey: shared.stateKey,
     forwardResponse: input.forwardResponse,
     broadcastListChanged: input.broadcastListChanged,
+    tasks: input.tasks,
+    authenticated: input.authenticated,
   });
   return { engine, registry, counters, pool };
 }

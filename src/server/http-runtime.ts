@@ -37,7 +37,7 @@ export interface RuntimeInput extends EngineInput {
 /** One HTTP serving thread's whole stack: registry attachment, engine, endpoint, adapter, pool. */
 export async function startRuntime(input: RuntimeInput, adapter: AdapterKind): Promise<Runtime> {
   const { options, shared } = input;
-  const { engine, registry, pool } = createEngine(input);
+  const { engine, registry, pool } = createEngine({ ...input, authenticated: input.authenticate !== undefined });
   const sessions = shared.sessions === undefined ? undefined : new SessionStore(shared.sessions);
   const endpoint = new HttpEndpoint(engine, {
     path: options.path,

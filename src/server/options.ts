@@ -2,6 +2,8 @@ import { availableParallelism } from 'node:os';
 import { SluiceError } from '../errors.js';
 import { boolean, integer, oneOf } from '../validate.js';
 import type { RegistryOptions } from '../registry/index.js';
+import { resolveTaskLimits } from '../tasks/limits.js';
+import type { TaskLimits, TaskStore } from '../tasks/store.js';
 import type { Tool } from '../tools/define.js';
 import type { Authenticate } from '../transport/http/endpoint.js';
 
@@ -121,6 +123,33 @@ export interface ServerOptions {
   logLevel?: LogLevel;
   serverInfo?: { name: string; version: string };
   instructions?: string;
+  /**
+   * Tasks (long-running tool calls a client polls, answers and cancels). On by default, kept in
+   * memory by the main thread (every HTTP worker reaches the same tasks); `false` turns them off
+   * (no task support is declared). See SECURITY.md, "Tasks: bounds".
+   */
+  tasks?: false | TasksOptions;
+}
+
+/** The `tasks` option of `createServer` (and of the stdio server). */
+export interface TasksOptions {
+  /**
+   * Where tasks live. Default: a `MemoryTaskStore` with `limits`. Another store (Redis, a database)
+   * runs in the main thread as the default would, and the server closes it when it closes. Its own
+   * bounds are its own: `limits` then only sets what the protocol layer reads (`pollIntervalMs`).
+   */
+  store?: TaskStore;
+  /**
+   * Bounds of the default store, each a positive integer (defaults in brackets):
+   * `maxTasks` tasks kept node-wide, finished or not [10 000]; `maxTasksPerOwner` per session,
+   * principal or anonymous client [100] (past either, the call is refused);
+   * `maxTaskBytes` of one task's result, error and input requests/answers as JSON [1 MiB] and
+   * `maxStoredBytes` of all of them [256 MiB] (a task that would pass either fails instead, its
+   * payload dropped); `defaultTtlMs` lifetime when the client asks none [10 min] and `maxTtlMs`
+   * longest granted [1 h] (a task is deleted at its end, failed first if unfinished);
+   * `pollIntervalMs` suggested to clients [250 ms].
+   */
+  limits?: Partial<TaskLimits>;
 }
 
 /** Options with defaults applied; structured-cloneable except `tools`/`authenticate` in-process. */
@@ -154,6 +183,8 @@ export interface ResolvedOptions {
   logLevel: LogLevel;
   serverInfo: { name: string; version: string };
   instructions: string | undefined;
+  /** Off, or the bounds (the store, not cloneable, stays in the raw options: `taskStoreOption`). */
+  tasks: false | { limits: TaskLimits };
 }
 
 /**
@@ -240,7 +271,27 @@ export function resolveOptions(options: ServerOptions): ResolvedOptions {
     logLevel,
     serverInfo: options.serverInfo ?? { name: 'sluice', version: '0.1.0' },
     instructions: options.instructions,
+    tasks: resolveTasks(options.tasks),
   };
+}
+
+const kTaskStoreMethods = ['create', 'get', 'list', 'update', 'respond', 'cancel', 'watch', 'runnerLost', 'close'] as const;
+
+function resolveTasks(tasks: unknown): false | { limits: TaskLimits } {
+  if (tasks === false) return false;
+  if (tasks === undefined) return { limits: resolveTaskLimits(undefined) };
+  if (tasks === null || typeof tasks !== 'object') throw new SluiceError('invalid_option', `tasks must be false or { store?, limits? }, got ${String(tasks)}`);
+  const { store, limits } = tasks as { store?: unknown; limits?: unknown };
+  if (store !== undefined) {
+    const missing = store === null || typeof store !== 'object' ? kTaskStoreMethods : kTaskStoreMethods.filter((m) => typeof (store as Record<string, unknown>)[m] !== 'function');
+    if (missing.length > 0) throw new SluiceError('invalid_option', `tasks.store must implement TaskStore (missing: ${missing.join(', ')})`);
+  }
+  return { limits: resolveTaskLimits(limits as Partial<TaskLimits> | undefined, 'tasks.limits') };
+}
+
+/** The user's task store, when tasks are on and one was given (checked by `resolveOptions`). */
+export function taskStoreOption(options: { tasks?: false | TasksOptions | undefined }): TaskStore | undefined {
+  return options.tasks === false ? undefined : options.tasks?.store;
 }
 
 function resolveCors(cors: unknown): { origins: readonly string[] } | undefined {

@@ -3,18 +3,21 @@
  * the same assembly as an HTTP thread (assembly.ts) and a graceful shutdown on `signal`.
  */
 import { PassThrough } from 'node:stream';
+import { threadId } from 'node:worker_threads';
 import type { Readable, Writable } from 'node:stream';
 import type { CatalogNames } from '../catalog/catalog.js';
 import { catalogNames } from '../catalog/catalog.js';
 import { serveStdio } from '../transport/stdio/stdio.js';
+import { MemoryTaskStore } from '../tasks/memory-store.js';
 import { createEngine, createSharedTables, loadCatalog, serverLog, startJanitor, toolsSource } from './assembly.js';
-import { resolveOptions } from './options.js';
+import type { ServingEngine } from './assembly.js';
+import { resolveOptions, taskStoreOption } from './options.js';
 import type { LogSink, ServerOptions } from './options.js';
 import { kCancelSettleMs, kShutdownReason, settled } from './shutdown.js';
 
 /** The options stdio uses (no host, port, workers, sessions, HTTP limits: none applies to it). */
 export type StdioServerBaseOptions = Pick<ServerOptions,
-  'tools' | 'registry' | 'janitor' | 'maxBodyBytes' | 'streamCancelTimeoutMs' | 'shutdownGraceMs' | 'poolThreads' | 'logLevel' | 'serverInfo' | 'instructions'>;
+  'tools' | 'registry' | 'janitor' | 'maxBodyBytes' | 'streamCancelTimeoutMs' | 'shutdownGraceMs' | 'poolThreads' | 'logLevel' | 'serverInfo' | 'instructions' | 'tasks'>;
 
 export interface StdioServerOptions extends StdioServerBaseOptions {
   /** Default process.stdin. */
@@ -42,7 +45,17 @@ export async function serveStdioServer(options: StdioServerOptions): Promise<voi
   const catalog = await loadCatalog(source);
   options.onServing?.(catalogNames(catalog));
   const { registry, shared } = createSharedTables(options.registry, undefined);
-  const { engine, pool } = createEngine({ shared, options: resolved, catalog, toolsModule: source.module, log });
+  // One thread: the tasks live here (the user's store, or one in memory), closed with the server.
+  const taskStore = resolved.tasks === false ? undefined : taskStoreOption(options) ?? new MemoryTaskStore(resolved.tasks.limits);
+  const tasks = taskStore === undefined || resolved.tasks === false ? undefined : { store: taskStore, limits: resolved.tasks.limits, runner: String(threadId) };
+  let serving: ServingEngine;
+  try {
+    serving = createEngine({ shared, options: resolved, catalog, toolsModule: source.module, log, tasks });
+  } catch (error) {
+    await taskStore?.close();
+    throw error;
+  }
+  const { engine, pool } = serving;
   const stopJanitor = startJanitor(registry, resolved);
   const input = options.input ?? process.stdin;
   const signal = options.signal;
@@ -76,6 +89,10 @@ export async function serveStdioServer(options: StdioServerOptions): Promise<voi
     signal?.removeEventListener('abort', shutDown);
     input.off('close', inputGone);
     stopJanitor?.();
-    await pool?.close();
+    try {
+      await pool?.close();
+    } finally {
+      await taskStore?.close();
+    }
   }
 }

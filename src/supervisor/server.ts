@@ -4,7 +4,7 @@
  * the session sweep, and shuts everything down.
  */
 import { channel } from 'node:diagnostics_channel';
-import { Worker } from 'node:worker_threads';
+import { MessageChannel, Worker, threadId as mainThreadId } from 'node:worker_threads';
 import { SluiceError } from '../errors.js';
 import type { Registry } from '../registry/index.js';
 import type { SessionStore } from '../sessions/store.js';
@@ -17,8 +17,11 @@ import { createSharedTables, serverLog, startJanitor, toolsSource } from '../ser
 import type { SharedState } from '../server/assembly.js';
 import { startRuntime } from '../server/http-runtime.js';
 import type { Runtime } from '../server/http-runtime.js';
-import { resolveOptions } from '../server/options.js';
+import { resolveOptions, taskStoreOption } from '../server/options.js';
 import type { LogSink, ResolvedOptions, ServerOptions } from '../server/options.js';
+import { MemoryTaskStore } from '../tasks/memory-store.js';
+import { TaskStoreHost } from '../tasks/remote-store.js';
+import type { TaskStore } from '../tasks/store.js';
 import { threadEntry } from '../thread-entry.js';
 import type { FromHttpWorker, HttpWorkerData, ToHttpWorker } from '../worker/messages.js';
 import { chooseAdapter } from './adapter-choice.js';
@@ -89,6 +92,11 @@ class SluiceServer implements Server {
   #closing: Promise<void> | undefined;
   #address: ServerAddress | undefined;
   #served: CatalogNames | undefined;
+  /** Every thread's tasks: kept here, served to the HTTP workers over one port each. */
+  #taskStore: TaskStore | undefined;
+  #taskHost: TaskStoreHost | undefined;
+  /** `runnerLost` calls still running (a user store may be slow): the store closes after them. */
+  readonly #runnersLost = new Set<Promise<unknown>>();
 
   constructor(options: ResolvedOptions, catalog: Catalog | undefined, toolsModule: string | undefined, raw: ServerOptions, log: LogSink) {
     this.#options = options;
@@ -130,6 +138,10 @@ class SluiceServer implements Server {
     this.adapter = adapter;
     this.adapterDetail = choice.detail;
     this.#stopJanitor = startJanitor(this.registry, options);
+    if (options.tasks !== false) {
+      this.#taskStore = taskStoreOption(this.#raw) ?? new MemoryTaskStore(options.tasks.limits);
+      this.#taskHost = new TaskStoreHost(this.#taskStore);
+    }
     if (this.#sessions !== undefined) {
       const sessions = this.#sessions;
       this.#sweep = setInterval(() => sessions.sweep(options.sessionIdleMs), Math.min(60_000, options.sessionIdleMs));
@@ -141,6 +153,7 @@ class SluiceServer implements Server {
         if (options.port !== 0) await checkPortFree(options.host, options.port);
         this.#runtime = await startRuntime({
           shared: this.#shared, options, catalog: this.#catalog, toolsModule: undefined, authenticate: this.#raw.authenticate, port: options.port, log: this.#log,
+          tasks: this.#taskStore === undefined || options.tasks === false ? undefined : { store: this.#taskStore, limits: options.tasks.limits, runner: String(mainThreadId) },
         }, adapter);
       } catch (error) {
         await this.close();
@@ -169,9 +182,18 @@ class SluiceServer implements Server {
 
   /** Starts one HTTP worker on `port`; resolves with the port it listens on. */
   #spawn(adapter: AdapterKind, port: number): Promise<number> {
-    const data: HttpWorkerData = { shared: this.#shared, options: this.#options, toolsModule: this.#toolsModule!, adapter, port };
-    const worker = new Worker(threadEntry('http-worker'), { workerData: data });
+    // The worker's end of its task store channel travels with its workerData; ours is served here.
+    const channel = this.#taskHost === undefined ? undefined : new MessageChannel();
+    const data: HttpWorkerData = { shared: this.#shared, options: this.#options, toolsModule: this.#toolsModule!, adapter, port, tasks: channel?.port2 };
+    let worker: Worker;
+    try {
+      worker = new Worker(threadEntry('http-worker'), { workerData: data, transferList: channel === undefined ? [] : [channel.port2] });
+    } catch (error) {
+      channel?.port1.close();
+      throw error;
+    }
     const threadId = worker.threadId;
+    if (channel !== undefined) this.#taskHost!.attach(channel.port1, String(threadId));
     this.#workers.set(worker, threadId);
     return new Promise((resolve, reject) => {
       const state = { started: false };
@@ -196,6 +218,7 @@ class SluiceServer implements Server {
         this.#counters.threadExited(threadId);
         this.#sessions?.threadExited(threadId);
         this.registry.cleanup(Number.MAX_SAFE_INTEGER);
+        this.#runnerLost(threadId);
         if (!state.started) {
           reject(new SluiceError('listen_failed', `HTTP worker exited (code ${code}) before listening`));
           return;
@@ -249,6 +272,16 @@ class SluiceServer implements Server {
     }
   }
 
+  /** The worker is gone: its unfinished tasks fail (their clients see why instead of waiting for the TTL). */
+  #runnerLost(threadId: number): void {
+    const store = this.#taskStore;
+    if (store === undefined) return;
+    const lost = store.runnerLost(String(threadId), 'the worker running this task exited')
+      .catch((error: unknown) => this.#log('error', `sluice: could not fail the tasks of HTTP worker ${threadId}: ${String(error)}`))
+      .finally(() => this.#runnersLost.delete(lost));
+    this.#runnersLost.add(lost);
+  }
+
   close(): Promise<void> {
     this.#closing ??= this.#close();
     return this.#closing;
@@ -258,14 +291,21 @@ class SluiceServer implements Server {
     const grace = this.#options.shutdownGraceMs;
     this.#stopJanitor?.();
     if (this.#sweep !== undefined) clearInterval(this.#sweep);
-    if (this.#runtime !== undefined) await this.#runtime.close(grace);
-    await Promise.all([...this.#workers.keys()].map((worker) => new Promise<void>((done) => {
-      // Each worker closes its listen socket and connections itself (uWS aborts the process
-      // otherwise); terminate only one that does not finish in time.
-      const timer = setTimeout(() => { void worker.terminate(); }, grace + 2_000);
-      worker.once('exit', () => { clearTimeout(timer); done(); });
-      post(worker, { type: 'close', graceMs: grace });
-    })));
+    try {
+      if (this.#runtime !== undefined) await this.#runtime.close(grace);
+      await Promise.all([...this.#workers.keys()].map((worker) => new Promise<void>((done) => {
+        // Each worker closes its listen socket and connections itself (uWS aborts the process
+        // otherwise); terminate only one that does not finish in time.
+        const timer = setTimeout(() => { void worker.terminate(); }, grace + 2_000);
+        worker.once('exit', () => { clearTimeout(timer); done(); });
+        post(worker, { type: 'close', graceMs: grace });
+      })));
+    } finally {
+      // The tasks outlive every thread that could still use them, then go.
+      await Promise.all(this.#runnersLost);
+      this.#taskHost?.close();
+      await this.#taskStore?.close();
+    }
   }
 }
 

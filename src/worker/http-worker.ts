@@ -4,12 +4,13 @@
  */
 import { subscribe } from 'node:diagnostics_channel';
 import { cancellationCleanupChannel, requestCancelledChannel, requestKilledChannel, requestStopChannel } from '../telemetry/channels.js';
-import { parentPort, workerData } from 'node:worker_threads';
+import { parentPort, threadId, workerData } from 'node:worker_threads';
 import { catalogNames, importToolsModule } from '../catalog/catalog.js';
 import { SluiceError } from '../errors.js';
 import type { Authenticate } from '../transport/http/endpoint.js';
 import { startRuntime } from '../server/http-runtime.js';
 import { filterLog } from '../server/options.js';
+import { TaskStoreClient } from '../tasks/remote-store.js';
 import type { FromHttpWorker, HttpWorkerData, ToHttpWorker } from './messages.js';
 
 /** Longest wait for the pool to close on the crash path. */
@@ -42,6 +43,9 @@ export async function runHttpWorker(): Promise<void> {
   for (const channel of forwarded) subscribe(channel, (message) => send({ type: 'event', channel, message }));
   // Lines below the level are dropped here, before they cost a message to the supervisor.
   const log = filterLog(data.options.logLevel, (level, message) => send({ type: 'log', level, message }));
+  // Tasks live in the supervisor: this thread reads and writes them over its port.
+  const taskClient = data.tasks === undefined ? undefined : new TaskStoreClient(data.tasks);
+  const tasks = taskClient === undefined || data.options.tasks === false ? undefined : { store: taskClient, limits: data.options.tasks.limits, runner: String(threadId) };
   try {
     const { catalog, exports } = await importToolsModule(data.toolsModule);
     const authenticate = typeof exports.authenticate === 'function' ? (exports.authenticate as Authenticate) : undefined;
@@ -55,7 +59,8 @@ export async function runHttpWorker(): Promise<void> {
       log,
       forwardResponse: (target, response, scope) => send({ type: 'response', target, response, scope }),
       broadcastListChanged: (kind) => send({ type: 'listChanged', kind }),
-      onPoolThread: (threadId, alive) => send({ type: 'poolThread', threadId, alive }),
+      onPoolThread: (poolThreadId, alive) => send({ type: 'poolThread', threadId: poolThreadId, alive }),
+      tasks,
     }, data.adapter);
     // A thread that ends with uWS sockets open aborts the whole process: on a crash (an error no
     // one caught, a rejection no one handled) close every socket first, then end this thread only.
@@ -79,7 +84,8 @@ export async function runHttpWorker(): Promise<void> {
           runtime.engine.listChanged(message.kind, true);
           return;
         case 'close':
-          void runtime.close(message.graceMs).then(() => {
+          void runtime.close(message.graceMs).finally(async () => {
+            await taskClient?.close();
             send({ type: 'closed' });
             port.close();
           });
@@ -88,6 +94,7 @@ export async function runHttpWorker(): Promise<void> {
     send({ type: 'listening', port: runtime.listening.port, served: catalogNames(catalog) });
   } catch (error) {
     send({ type: 'failed', message: error instanceof Error ? error.message : String(error), code: error instanceof SluiceError ? error.code : undefined });
+    await taskClient?.close();
     port.close();
   }
 }

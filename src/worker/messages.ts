@@ -2,6 +2,7 @@
  * What the supervisor and an HTTP worker tell each other, typed both ways. Plain data only
  * (structured clone): errors travel as code and message.
  */
+import type { MessagePort } from 'node:worker_threads';
 import type { CatalogNames } from '../catalog/catalog.js';
 import type { SluiceErrorCode } from '../errors.js';
 import type { ListKind } from '../tools/context.js';
@@ -16,6 +17,8 @@ export interface HttpWorkerData {
   readonly toolsModule: string;
   readonly adapter: AdapterKind;
   readonly port: number;
+  /** This worker's end of the channel to the supervisor's task store (transferred); absent when tasks are off. */
+  readonly tasks?: MessagePort | undefined;
 }
 
 /** Messages from the supervisor to an HTTP worker. */

@@ -13,7 +13,7 @@ import type { IncomingMessage, Server as HttpServer, ServerResponse } from 'node
 import { createServer as createNetServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { attachRegistry, createRegistry, createServer, defineTool } from '../../src/index.js';
+import { MemoryTaskStore, attachRegistry, createRegistry, createServer, defineTool } from '../../src/index.js';
 import type { Server } from '../../src/index.js';
 import { Client, HttpClientTransport, RpcError, StdioClientTransport } from '../../src/client/index.js';
 import { SluiceError, kSluiceErrorCodes } from '../../src/errors.js';
@@ -205,6 +205,26 @@ const kSluiceScenarios: Record<SluiceErrorCode, () => Promise<string> | string> 
     expect(error).toMatchObject({ rpcCode: ErrorCode.MissingRequiredClientCapability, data: { requiredCapabilities: { elicitation: {} } } });
     return (error as SluiceError).code;
   }),
+  // One owner may keep one task: its second is refused.
+  task_limit_reached: async () => {
+    const store = new MemoryTaskStore({ maxTasksPerOwner: 1 });
+    try {
+      const task = (taskId: string) => ({ taskId, owner: 'session:a', dialect: 'modern', toolName: 't', runner: '1' }) as const;
+      await store.create(task('first'));
+      return await codeOf(store.create(task('second')));
+    } finally {
+      await store.close();
+    }
+  },
+  // A cursor that is no cursor of this list.
+  invalid_cursor: async () => {
+    const store = new MemoryTaskStore();
+    try {
+      return await codeOf(store.list('session:a', 'not-a-cursor', 10));
+    } finally {
+      await store.close();
+    }
+  },
 };
 
 // ---------------------------------------------------------------------------------------------
