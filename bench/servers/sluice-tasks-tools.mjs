@@ -1,19 +1,8 @@
 // The tasks bench's tools: echo (the baseline call), `park` (a task that waits for its cancel
 // without using CPU) and `wait_cancel_task` (spins until cancelled, then writes the moment it saw
 // the cancel, CLOCK_MONOTONIC, to its `record` file). `wait_cancel` is the same as a plain call.
-import { appendFileSync } from 'node:fs';
 import { defineTool } from '../../dist/src/index.js';
-
-async function spin(args, ctx) {
-  const started = Date.now();
-  appendFileSync(args.record, 'started\n');
-  while (!ctx.cancelled && Date.now() - started < 10_000) {
-    for (let i = 0; i < 20000 && !ctx.cancelled; i++);
-    if (!ctx.cancelled) await new Promise((r) => setImmediate(r));
-  }
-  appendFileSync(args.record, `seen ${process.hrtime.bigint()}\n`);
-  return 'done';
-}
+import { spinUntilCancelled as spin } from './sluice-cancel-tools.mjs';
 
 const recordArg = { type: 'object', properties: { record: { type: 'string' } } };
 
