@@ -87,25 +87,35 @@ export class TaskMethods {
     }
   }
 
-  /** Raises the running tool's flag (same scope only: the row lives in the owner's scope), then records it. */
-  async #cancel(run: Run, task: TaskRecord): Promise<TaskRecord> {
+  /**
+   * Raises the running tool's flag first, before any store round trip: the row lives in the owner's
+   * scope, so naming it from another scope finds nothing (no lookup needed to keep others out), and
+   * a tool polling on any thread sees the cancel as soon as a notifications/cancelled would.
+   */
+  #raise(run: Run, taskId: string): void {
     const host = this.#host;
-    const result = host.registry.cancel(taskRowId(task.taskId), 'task cancelled by the client', run.info.scope);
-    if (result.ok) host.counters.add(Counter.TasksCancelled);
-    return await host.store.cancel(task.taskId, run.info.scope, 'Cancelled by the client') ?? task;
+    const row = taskRowId(taskId);
+    if (host.registry.inFlight(row, run.info.scope) && host.registry.cancel(row, 'task cancelled by the client', run.info.scope).ok) {
+      host.counters.add(Counter.TasksCancelled);
+    }
   }
 
   /** 2025-11-25: the cancelled task; a terminal one is -32602. */
   async #legacyCancel(run: Run, params: Record<string, unknown> | undefined): Promise<Record<string, unknown>> {
-    const task = await this.#find(run, params);
-    if (isTerminal(task.status)) throw new ProtocolError(ErrorCode.InvalidParams, `Cannot cancel task in terminal status: ${task.status}`);
-    return legacyTask(await this.#cancel(run, task));
+    const taskId = taskIdOf(params);
+    this.#raise(run, taskId); // a finished task's row is gone: nothing to raise
+    const before = await this.#host.store.get(taskId, run.info.scope);
+    if (before === undefined) throw kTaskNotFound;
+    if (isTerminal(before.status)) throw new ProtocolError(ErrorCode.InvalidParams, `Cannot cancel task in terminal status: ${before.status}`);
+    return legacyTask(await this.#host.store.cancel(taskId, run.info.scope, 'Cancelled by the client') ?? before);
   }
 
   /** 2026-07-28: an empty ack, on terminal tasks too (cancellation is cooperative). */
   async #modernCancel(run: Run, params: Record<string, unknown> | undefined): Promise<Record<string, unknown>> {
-    const task = await this.#find(run, params);
-    if (!isTerminal(task.status)) await this.#cancel(run, task);
+    const taskId = taskIdOf(params);
+    this.#raise(run, taskId);
+    const task = await this.#host.store.cancel(taskId, run.info.scope, 'Cancelled by the client');
+    if (task === undefined) throw kTaskNotFound;
     return {};
   }
 
