@@ -8,6 +8,7 @@ import { MessageChannel, Worker, threadId as mainThreadId } from 'node:worker_th
 import { SluiceError } from '../errors.js';
 import type { Registry } from '../registry/index.js';
 import type { SessionStore } from '../sessions/store.js';
+import { Counter } from '../telemetry/counters.js';
 import type { ServerCounters } from '../telemetry/counters.js';
 import { catalogNames } from '../catalog/catalog.js';
 import type { Catalog, CatalogNames } from '../catalog/catalog.js';
@@ -95,6 +96,7 @@ class SluiceServer implements Server {
   /** Every thread's tasks: kept here, served to the HTTP workers over one port each. */
   #taskStore: TaskStore | undefined;
   #taskHost: TaskStoreHost | undefined;
+  #taskGauges: ReturnType<typeof setInterval> | undefined;
   /** `runnerLost` calls still running (a user store may be slow): the store closes after them. */
   readonly #runnersLost = new Set<Promise<unknown>>();
 
@@ -141,6 +143,16 @@ class SluiceServer implements Server {
     if (options.tasks !== false) {
       this.#taskStore = taskStoreOption(this.#raw) ?? new MemoryTaskStore(options.tasks.limits);
       this.#taskHost = new TaskStoreHost(this.#taskStore);
+      const store = this.#taskStore;
+      if (store instanceof MemoryTaskStore) {
+        // /metrics is served by the workers: the supervisor posts the store's size where they read it.
+        this.#taskGauges = setInterval(() => {
+          const stats = store.stats();
+          this.#counters.set(Counter.TasksStored, stats.tasks);
+          this.#counters.set(Counter.TaskBytes, stats.bytes);
+        }, 1000);
+        this.#taskGauges.unref();
+      }
     }
     if (this.#sessions !== undefined) {
       const sessions = this.#sessions;
@@ -302,6 +314,7 @@ class SluiceServer implements Server {
       })));
     } finally {
       // The tasks outlive every thread that could still use them, then go.
+      if (this.#taskGauges !== undefined) clearInterval(this.#taskGauges);
       await Promise.all(this.#runnersLost);
       this.#taskHost?.close();
       await this.#taskStore?.close();

@@ -24,11 +24,15 @@ export const Counter = {
   TasksCancelled: 10,
   /** tasks/get refused for polling faster than the task's poll interval allows. */
   TaskPollsRefused: 11,
+  /** Gauge (the supervisor's block): tasks the node's store holds, when the store can say. */
+  TasksStored: 12,
+  /** Gauge (the supervisor's block): bytes of results and input the node's store holds. */
+  TaskBytes: 13,
 } as const;
 export type Counter = (typeof Counter)[keyof typeof Counter];
-const kCount = 12;
+const kCount = 14;
 /** Counters that are gauges: a dead thread's value is zeroed, since what it held went with it. */
-const kGauges: readonly Counter[] = [Counter.StreamBufferedBytes];
+const kGauges: readonly Counter[] = [Counter.StreamBufferedBytes, Counter.TasksStored, Counter.TaskBytes];
 
 export interface ServerCountersDescriptor {
   readonly kind: 'sluice/counters';
@@ -60,6 +64,11 @@ export class ServerCounters {
   /** Single writer per block: a plain increment, no cross-thread traffic. */
   add(counter: Counter, n = 1): void {
     this.#member.counters[this.#member.counterBase + counter] += n;
+  }
+
+  /** Sets a gauge in this thread's block (single writer). */
+  set(counter: Counter, value: number): void {
+    this.#member.counters[this.#member.counterBase + counter] = value;
   }
 
   sum(counter: Counter): number {
@@ -102,6 +111,8 @@ export function prometheusText(registry: RegistryCounters, server: ServerCounter
   metric('sluice_tasks_created_total', 'counter', 'Tool calls that became tasks.', server.sum(Counter.TasksCreated));
   metric('sluice_tasks_cancelled_total', 'counter', 'tasks/cancel requests that cancelled a running task.', server.sum(Counter.TasksCancelled));
   metric('sluice_task_polls_refused_total', 'counter', 'tasks/get refused for polling faster than the poll interval allows.', server.sum(Counter.TaskPollsRefused));
+  metric('sluice_tasks_stored', 'gauge', 'Tasks the node\'s task store holds (finished ones until they expire); the default store reports it.', server.sum(Counter.TasksStored));
+  metric('sluice_task_stored_bytes', 'gauge', 'Bytes of task results and input the node\'s task store holds; the default store reports it.', server.sum(Counter.TaskBytes));
   metric('sluice_slow_readers_closed_total', 'counter', 'Connections closed because their reader could not take the final response in time.', server.sum(Counter.SlowReadersClosed));
   return `${lines.join('\n')}\n`;
 }

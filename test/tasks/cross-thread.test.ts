@@ -103,14 +103,22 @@ describe('tasks across HTTP workers and the pool', () => {
 describe('task expiry', () => {
   it('expired tasks are deleted with their results, freeing what the store held', async () => {
     const store = new MemoryTaskStore({ ...kDefaultTaskLimits, defaultTtlMs: 300, maxTtlMs: 300 });
-    const s = await startServer({ tools: kTools, tasks: { store } });
+    const s = await startServer({ tools: kTools, tasks: { store }, metrics: true });
     try {
       const ids: string[] = [];
       for (let i = 0; i < 5; i++) ids.push(String((await call(s.address.url, 'tools/call', { name: 'sleepy', arguments: { ms: 50 } })).result!.taskId));
       await until(() => store.stats().bytes > 0, 5000, 'results stored');
       expect(store.stats().tasks).toBe(5);
+      const gauge = async (name: string) => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(await (await fetch(new URL('/metrics', s.address.url))).text())?.[1]);
+      expect(await gauge('sluice_tasks_stored')).toBeGreaterThanOrEqual(0);
       await until(() => store.stats().tasks === 0, 5000, 'expiry');
       expect(store.stats().bytes).toBe(0);
+      // /metrics (served by the workers) hears of it within the supervisor's 1 s refresh.
+      const deadline = Date.now() + 5000;
+      while ((await gauge('sluice_tasks_stored')) !== 0 || (await gauge('sluice_task_stored_bytes')) !== 0) {
+        if (Date.now() > deadline) throw new Error('the task gauges did not drop to 0');
+        await new Promise((r) => setTimeout(r, 100));
+      }
       expect((await call(s.address.url, 'tasks/get', { taskId: ids[0] })).error?.code).toBe(-32602);
     } finally {
       await s.close();
