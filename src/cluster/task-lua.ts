@@ -19,7 +19,9 @@
  * - P seq             creation counter (orders lists and positions cursors);
  * - P cursor-key      the HMAC key of list cursors, set once (SET NX), shared by every node.
  * Channel P task:<id> carries each new version of the task (the hash's fields as a flat array,
- * encoded with cjson), or an empty message when the task is deleted.
+ * encoded with cmsgpack, read with msgpackr), or an empty message when the task is deleted.
+ * msgpack over JSON, measured on a typical completed task (560 bytes as JSON): 470 bytes, decode
+ * 1.84 µs vs 2.07 µs (msgpackr vs JSON.parse), and the Lua side 16 µs vs 21 µs per script.
  */
 
 const kPrelude = `
@@ -34,7 +36,7 @@ local function keep(key)
   if ttl ~= -2 and ttl < KEEP then redis.call('PEXPIRE', key, KEEP) end
 end
 local function publish(id)
-  redis.call('PUBLISH', P .. 'task:' .. id, cjson.encode(redis.call('HGETALL', tkey(id))))
+  redis.call('PUBLISH', P .. 'task:' .. id, cmsgpack.pack(redis.call('HGETALL', tkey(id))))
 end
 -- The task's payload bytes, and the node-wide total with them, in the same script as the change.
 local function setbytes(k, b)

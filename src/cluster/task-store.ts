@@ -89,6 +89,8 @@ export class RedisTaskStore implements TaskStore {
   readonly #watchers = new Map<string, Watch>();
   readonly #timer: ReturnType<typeof setInterval>;
   #subscriber: Redis | undefined;
+  /** msgpackr's unpack, loaded with the first watch (the store's import costs nothing else). */
+  #unpack: Promise<(message: Buffer) => unknown> | undefined;
   #cursorKey: Buffer | undefined;
   #ticking = false;
   #closed = false;
@@ -384,20 +386,24 @@ export class RedisTaskStore implements TaskStore {
     if (this.#subscriber !== undefined) return this.#subscriber;
     const sub = this.#redis.duplicate({ enableOfflineQueue: true, lazyConnect: false });
     const channelPrefix = `${this.#prefix}task:`;
+    const unpack = this.#unpack ??= import('msgpackr').then((m) => m.unpack);
     sub.on('messageBuffer', (channel: Buffer, message: Buffer) => {
       const name = channel.toString();
       if (!name.startsWith(channelPrefix)) return;
       const taskId = name.slice(channelPrefix.length);
-      let record: TaskRecord | undefined;
-      if (message.length > 0) {
-        try {
-          record = decodeRow(hash(JSON.parse(message.toString())))?.record;
-        } catch {
-          return; // not a message of this store
+      // Callbacks on one promise run in order: messages are told in the order they came.
+      void unpack.then((decode) => {
+        let record: TaskRecord | undefined;
+        if (message.length > 0) {
+          try {
+            record = decodeRow(hash(decode(message)))?.record;
+          } catch {
+            return; // not a message of this store
+          }
+          if (record === undefined) return;
         }
-        if (record === undefined) return;
-      }
-      this.#deliver(taskId, record);
+        this.#deliver(taskId, record);
+      });
     });
     // Reconnection is the connection's business; a failed attempt is no crash.
     sub.on('error', () => {});
