@@ -37,3 +37,13 @@ export type { TaskStore, TaskLimits } from './tasks/store.js';
 export { isTerminal } from './tasks/task.js';
 export type { TaskRecord, NewTask, TaskChange, TaskPage, TaskStatus, TaskDialect, TaskInputRequest, TaskError, TaskProgress } from './tasks/task.js';
 export type { TasksOptions } from './server/options.js';
+/**
+ * Cluster mode's task store: tasks in Redis (or Valkey), shared by every Sluice node on it, so a
+ * task created on one node is read, answered, cancelled and watched from any other. Construct it
+ * with the node's connection (`{ redis, keyPrefix, nodeId }`), TaskLimits and
+ * `{ heartbeatMs, commandTimeoutMs }`; a node whose heartbeat stops has its unfinished tasks
+ * failed by the others. Redis unreachable: calls reject with `cluster_unavailable`.
+ */
+export { RedisTaskStore, kNodeStoppedReason } from './cluster/task-store.js';
+export type { RedisTaskStoreOptions } from './cluster/task-store.js';
+export type { RedisContext } from './cluster/contract.js';

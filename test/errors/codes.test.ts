@@ -13,7 +13,8 @@ import type { IncomingMessage, Server as HttpServer, ServerResponse } from 'node
 import { createServer as createNetServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MemoryTaskStore, attachRegistry, createRegistry, createServer, defineTool } from '../../src/index.js';
+import { Redis } from 'ioredis';
+import { MemoryTaskStore, RedisTaskStore, attachRegistry, createRegistry, createServer, defineTool } from '../../src/index.js';
 import type { Server } from '../../src/index.js';
 import { Client, HttpClientTransport, RpcError, StdioClientTransport } from '../../src/client/index.js';
 import { SluiceError, kSluiceErrorCodes } from '../../src/errors.js';
@@ -25,6 +26,7 @@ import { findUws } from '../../src/transport/http/uws/load.js';
 import { checkPortFree } from '../../src/supervisor/port.js';
 import { post } from '../helpers/http.js';
 import { initialize, modernMeta } from '../helpers/server.js';
+import { startRedis } from '../helpers/redis.js';
 
 const kTools = new URL('./fixtures/codes-tools.mjs', import.meta.url);
 const kModern = '2026-07-28';
@@ -223,6 +225,22 @@ const kSluiceScenarios: Record<SluiceErrorCode, () => Promise<string> | string> 
       return await codeOf(store.list('session:a', 'not-a-cursor', 10));
     } finally {
       await store.close();
+    }
+  },
+  // Cluster mode: the Redis the task store uses is killed (a real redis-server, no mock).
+  cluster_unavailable: async () => {
+    const redis = await startRedis();
+    const connection = new Redis(redis.url, { enableOfflineQueue: false, lazyConnect: true, retryStrategy: () => 100 });
+    connection.on('error', () => {});
+    await connection.connect();
+    const store = new RedisTaskStore({ redis: connection, keyPrefix: 'codes:', nodeId: 'A' }, undefined, { commandTimeoutMs: 500 });
+    try {
+      await redis.kill();
+      return await codeOf(store.get('t', 'session:a'));
+    } finally {
+      await store.close();
+      connection.disconnect();
+      await redis.stop();
     }
   },
 };

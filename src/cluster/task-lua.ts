@@ -1,0 +1,286 @@
+/**
+ * The Lua scripts of RedisTaskStore (task-store.ts). Each state change is one script, so Redis
+ * runs it alone: two nodes racing on one task (a cancel on C while the runner on A writes its
+ * result) end in one state, and a terminal status stays final.
+ *
+ * Every script starts with the prelude, whose ARGV[1..3] are the key prefix, the store's clock
+ * (epoch ms) and KEEP (how long, in ms, the shared indexes outlive their last write); a script's
+ * own arguments start at ARGV[4]. Keys are built from the prefix inside the scripts (one Redis or
+ * Valkey, not Redis Cluster: the keys of one change live in different slots).
+ *
+ * Keys (P is the prefix):
+ * - P task:<id>       hash: the task (fields in task-store.ts), PEXPIRE its lifetime + a grace;
+ * - P tasks           zset id → expiresAt: every task kept (maxTasks is its ZCARD; sweeps read it);
+ * - P owner:<owner>   zset id → seq: one owner's tasks in creation order (list, maxTasksPerOwner);
+ * - P running:<node>  set of the unfinished tasks whose runner is on that node (sweeps of dead nodes);
+ * - P nodes           set of nodes that ever heartbeated (and whose running set may need a sweep);
+ * - P node:<node>     a node's heartbeat, PX 3 × heartbeatMs;
+ * - P bytes           the payload bytes of every task kept (maxStoredBytes), changed with the task;
+ * - P seq             creation counter (orders lists and positions cursors);
+ * - P cursor-key      the HMAC key of list cursors, set once (SET NX), shared by every node.
+ * Channel P task:<id> carries each new version of the task (the hash's fields as a flat array,
+ * encoded with cmsgpack, read with msgpackr), or an empty message when the task is deleted.
+ * msgpack over JSON, measured on a typical completed task (560 bytes as JSON): 470 bytes, decode
+ * 1.84 µs vs 2.07 µs (msgpackr vs JSON.parse), and the Lua side 16 µs vs 21 µs per script.
+ */
+
+const kPrelude = `
+local P = ARGV[1]
+local NOW = tonumber(ARGV[2])
+local KEEP = tonumber(ARGV[3])
+local function tkey(id) return P .. 'task:' .. id end
+local function terminal(s) return s == 'completed' or s == 'failed' or s == 'cancelled' end
+-- Shared indexes expire KEEP after their last write (never while a task in them can live).
+local function keep(key)
+  local ttl = redis.call('PTTL', key)
+  if ttl ~= -2 and ttl < KEEP then redis.call('PEXPIRE', key, KEEP) end
+end
+local function publish(id)
+  redis.call('PUBLISH', P .. 'task:' .. id, cmsgpack.pack(redis.call('HGETALL', tkey(id))))
+end
+-- The task's payload bytes, and the node-wide total with them, in the same script as the change.
+local function setbytes(k, b)
+  local old = tonumber(redis.call('HGET', k, 'bytes') or '0')
+  if old ~= b then
+    redis.call('INCRBY', P .. 'bytes', b - old)
+    keep(P .. 'bytes')
+    redis.call('HSET', k, 'bytes', b)
+  end
+end
+local function bump(k)
+  redis.call('HINCRBY', k, 'version', 1)
+  redis.call('HSET', k, 'updatedAt', NOW)
+end
+local function unrun(id, k)
+  local node = redis.call('HGET', k, 'node')
+  if node then redis.call('SREM', P .. 'running:' .. node, id) end
+end
+-- The store ends the task: failed with an internal error, every payload dropped (0 bytes counted,
+-- as in MemoryTaskStore: the error is small and one per task).
+local function fail(id, reason)
+  local k = tkey(id)
+  redis.call('HDEL', k, 'result', 'reqs', 'resps')
+  redis.call('HSET', k, 'status', 'failed', 'msg', reason, 'error', '{"code":-32603,"message":' .. cjson.encode(reason) .. '}')
+  setbytes(k, 0)
+  bump(k)
+  unrun(id, k)
+  publish(id)
+end
+local function remove(id)
+  local k = tkey(id)
+  redis.call('ZREM', P .. 'tasks', id)
+  local owner = redis.call('HGET', k, 'owner')
+  if owner then
+    setbytes(k, 0)
+    unrun(id, k)
+    local ok = P .. 'owner:' .. owner
+    redis.call('ZREM', ok, id)
+    redis.call('DEL', k)
+    redis.call('PUBLISH', P .. 'task:' .. id, '')
+  end
+end
+-- Past its lifetime: an unfinished task fails first (its watchers see why), then it is deleted.
+local function expire(id)
+  local status = redis.call('HGET', tkey(id), 'status')
+  if status and not terminal(status) then fail(id, 'task expired') end
+  remove(id)
+end
+-- The task's key when it is live; an expired one is expired on the way (nil).
+local function live(id)
+  local k = tkey(id)
+  local exp = redis.call('HGET', k, 'expiresAt')
+  if not exp then
+    redis.call('ZREM', P .. 'tasks', id)
+    return nil
+  end
+  if NOW >= tonumber(exp) then
+    expire(id)
+    return nil
+  end
+  return k
+end
+local function sweep_expired(max)
+  local ids = redis.call('ZRANGEBYSCORE', P .. 'tasks', '-inf', NOW, 'LIMIT', 0, max)
+  for _, id in ipairs(ids) do expire(id) end
+  return #ids
+end
+-- An owner's ids whose task is gone (expired or deleted by its key's own expiry) leave its set.
+local function prune_owner(ok)
+  for _, id in ipairs(redis.call('ZRANGE', ok, 0, -1)) do
+    if not live(id) then redis.call('ZREM', ok, id) end
+  end
+end
+`;
+
+/** ARGV 4 id, 5 owner, 6 node, 7 maxTasks, 8 maxTasksPerOwner, 9 expiresAt, 10 key PX, 11… field/value pairs. */
+const kCreate = `
+local id, owner, node = ARGV[4], ARGV[5], ARGV[6]
+local k = tkey(id)
+if redis.call('EXISTS', k) == 1 then return 'duplicate' end
+local tasks, ok = P .. 'tasks', P .. 'owner:' .. owner
+local maxTasks, maxPer = tonumber(ARGV[7]), tonumber(ARGV[8])
+-- At a bound, expired tasks not yet swept must not count against the caller.
+if redis.call('ZCARD', tasks) >= maxTasks or redis.call('ZCARD', ok) >= maxPer then
+  sweep_expired(1000)
+  prune_owner(ok)
+end
+if redis.call('ZCARD', tasks) >= maxTasks then return 'maxTasks' end
+if redis.call('ZCARD', ok) >= maxPer then return 'maxTasksPerOwner' end
+local seq = redis.call('INCR', P .. 'seq')
+redis.call('HSET', k, 'seq', seq, 'node', node, unpack(ARGV, 11))
+redis.call('PEXPIRE', k, ARGV[10])
+redis.call('ZADD', tasks, ARGV[9], id)
+redis.call('ZADD', ok, seq, id)
+redis.call('SADD', P .. 'running:' .. node, id)
+keep(tasks)
+keep(ok)
+keep(P .. 'seq')
+keep(P .. 'running:' .. node)
+publish(id)
+return redis.call('HGETALL', k)
+`;
+
+/** ARGV 4 id, 5 owner, 6 '1' when a message is given, 7 message. */
+const kCancel = `
+local id = ARGV[4]
+local k = live(id)
+if not k or redis.call('HGET', k, 'owner') ~= ARGV[5] then return false end
+if not terminal(redis.call('HGET', k, 'status')) then
+  redis.call('HDEL', k, 'reqs', 'resps')
+  redis.call('HSET', k, 'status', 'cancelled')
+  if ARGV[6] == '1' then redis.call('HSET', k, 'msg', ARGV[7]) end
+  setbytes(k, redis.call('HSTRLEN', k, 'result') + redis.call('HSTRLEN', k, 'error'))
+  bump(k)
+  unrun(id, k)
+  publish(id)
+end
+return redis.call('HGETALL', k)
+`;
+
+/**
+ * A runner's change or a client's answers, computed by the store from the version it read:
+ * written only if the task is still at that version ('retry' otherwise), with the byte bounds
+ * checked against the shared total. ARGV 4 id, 5 expected version, 6 payload bytes,
+ * 7 maxTaskBytes, 8 maxStoredBytes, 9 what ('result' | 'input' | 'data'), 10 pairs to set (n),
+ * 11…10+2n field/value pairs, then fields to delete.
+ */
+const kCommit = `
+local id = ARGV[4]
+local k = live(id)
+if not k then return false end
+if redis.call('HGET', k, 'version') ~= ARGV[5] then return 'retry' end
+local bytes = tonumber(ARGV[6])
+if bytes > tonumber(ARGV[7]) then
+  fail(id, 'task ' .. ARGV[9] .. ' exceeds ' .. ARGV[7] .. ' bytes')
+  return redis.call('HGETALL', k)
+end
+local old = tonumber(redis.call('HGET', k, 'bytes'))
+local max = tonumber(ARGV[8])
+if tonumber(redis.call('GET', P .. 'bytes') or '0') - old + bytes > max then
+  -- Expired tasks not yet swept must not hold room another task needs.
+  sweep_expired(1000)
+  if tonumber(redis.call('GET', P .. 'bytes') or '0') - old + bytes > max then
+    fail(id, 'task store full (' .. ARGV[8] .. ' bytes)')
+    return redis.call('HGETALL', k)
+  end
+end
+local n = tonumber(ARGV[10])
+if n > 0 then redis.call('HSET', k, unpack(ARGV, 11, 10 + 2 * n)) end
+if #ARGV > 10 + 2 * n then redis.call('HDEL', k, unpack(ARGV, 11 + 2 * n)) end
+setbytes(k, bytes)
+bump(k)
+if terminal(redis.call('HGET', k, 'status')) then unrun(id, k) end
+publish(id)
+return redis.call('HGETALL', k)
+`;
+
+/** ARGV 4 id: expires it if it is past its lifetime (a read found it so). */
+const kExpire = `
+live(ARGV[4])
+return 0
+`;
+
+/** ARGV 4 runner, 5 its node, 6 reason. Resolves with how many tasks it failed. */
+const kRunnerLost = `
+local n = 0
+local running = P .. 'running:' .. ARGV[5]
+for _, id in ipairs(redis.call('SMEMBERS', running)) do
+  local runner = redis.call('HGET', tkey(id), 'runner')
+  if not runner then
+    redis.call('SREM', running, id)
+  elseif runner == ARGV[4] then
+    local k = live(id)
+    if k and not terminal(redis.call('HGET', k, 'status')) then
+      fail(id, ARGV[6])
+      n = n + 1
+    end
+  end
+end
+return n
+`;
+
+/**
+ * Every node runs it every heartbeat (idempotent): expires what is past its lifetime, and fails the
+ * unfinished tasks of every node whose heartbeat is gone. ARGV 4 reason. Returns {expired, failed}.
+ */
+const kSweep = `
+local expired = sweep_expired(1000)
+local failed = 0
+for _, node in ipairs(redis.call('SMEMBERS', P .. 'nodes')) do
+  if redis.call('EXISTS', P .. 'node:' .. node) == 0 then
+    local running = P .. 'running:' .. node
+    for _, id in ipairs(redis.call('SMEMBERS', running)) do
+      local k = live(id)
+      if k and not terminal(redis.call('HGET', k, 'status')) then
+        fail(id, ARGV[4])
+        failed = failed + 1
+      end
+    end
+    redis.call('DEL', running)
+    redis.call('SREM', P .. 'nodes', node)
+  end
+end
+return {expired, failed}
+`;
+
+/** ARGV 4 node, 5 heartbeat PX. */
+const kHeartbeat = `
+redis.call('SET', P .. 'node:' .. ARGV[4], NOW, 'PX', ARGV[5])
+redis.call('SADD', P .. 'nodes', ARGV[4])
+redis.call('PEXPIRE', P .. 'nodes', KEEP)
+keep(P .. 'running:' .. ARGV[4])
+return 1
+`;
+
+/**
+ * One page of an owner's tasks, newest first, before a position (exclusive; '' = from the newest),
+ * and the shared cursor key (created with the candidate ARGV 7 when there is none).
+ * ARGV 4 owner, 5 position, 6 limit, 7 candidate key. Returns {key, next position or '', tasks…}.
+ */
+const kList = `
+redis.call('SET', P .. 'cursor-key', ARGV[7], 'NX')
+local ckey = redis.call('GET', P .. 'cursor-key')
+local ok = P .. 'owner:' .. ARGV[4]
+prune_owner(ok)
+local top = ARGV[5] == '' and '+inf' or '(' .. ARGV[5]
+local limit = tonumber(ARGV[6])
+local hits = redis.call('ZREVRANGEBYSCORE', ok, top, '-inf', 'WITHSCORES', 'LIMIT', 0, limit + 1)
+local out = {ckey, ''}
+local count = math.min(limit, #hits / 2)
+for i = 1, count do out[#out + 1] = redis.call('HGETALL', tkey(hits[2 * i - 1])) end
+if #hits / 2 > limit then out[2] = hits[2 * count] end
+return out
+`;
+
+export const kScripts = {
+  create: kPrelude + kCreate,
+  cancel: kPrelude + kCancel,
+  commit: kPrelude + kCommit,
+  expire: kPrelude + kExpire,
+  runnerLost: kPrelude + kRunnerLost,
+  sweep: kPrelude + kSweep,
+  heartbeat: kPrelude + kHeartbeat,
+  list: kPrelude + kList,
+} as const;
+
+export type ScriptName = keyof typeof kScripts;

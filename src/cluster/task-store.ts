@@ -1,0 +1,536 @@
+/**
+ * RedisTaskStore: the TaskStore of cluster mode. Every Sluice node's store works on the same Redis
+ * keys, so a task created on node A is read, answered and cancelled through B, and A's watchers
+ * see it. Semantics match MemoryTaskStore's exactly (bounds, byte accounting, lifetimes, owner
+ * isolation, terminal finality, answers and their keys, cursors, lost runners, watches); what it
+ * adds is the cluster: every change is one Lua script (task-lua.ts, where the keys are listed),
+ * `create` resolves once Redis acknowledged the write (a tasks/get on any node then finds it), and
+ * a node that stops heartbeating has its unfinished tasks failed by the others.
+ *
+ * Only `import type` of ioredis here: the node's connection is given in the RedisContext, so this
+ * module loads no Redis code of its own.
+ */
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { SluiceError } from '../errors.js';
+import { resolveTaskLimits } from '../tasks/limits.js';
+import type { TaskLimits, TaskStore } from '../tasks/store.js';
+import { isTerminal } from '../tasks/task.js';
+import type { NewTask, TaskChange, TaskDialect, TaskInputRequest, TaskPage, TaskRecord, TaskStatus } from '../tasks/task.js';
+import type { RedisContext } from './contract.js';
+import { kScripts } from './task-lua.js';
+import type { ScriptName } from './task-lua.js';
+
+export interface RedisTaskStoreOptions {
+  /**
+   * How often this node writes its heartbeat (which lives 3 × this) and sweeps: expired tasks,
+   * and the unfinished tasks of nodes whose heartbeat is gone. Default 2000 ms.
+   */
+  readonly heartbeatMs?: number | undefined;
+  /** Epoch-milliseconds clock (tests). Default `Date.now`. */
+  readonly now?: (() => number) | undefined;
+  /**
+   * Longest wait for one Redis round trip before the call rejects with `cluster_unavailable`
+   * (a command queued on a reconnecting connection must not hang a request). Default 2000 ms.
+   */
+  readonly commandTimeoutMs?: number | undefined;
+}
+
+/** What a task fails with when the node running it stopped heartbeating. */
+export const kNodeStoppedReason = 'the node running this task stopped';
+
+/**
+ * How long a task's key outlives its lifetime in Redis. Expiry is decided by the stores' clock
+ * (every read and sweep); Redis's own expiry is the backstop for when no node is left to sweep.
+ */
+const kGraceMs = 60_000;
+
+type Draft = { -readonly [K in keyof TaskRecord]: TaskRecord[K] };
+type Listener = (task: TaskRecord | undefined) => void;
+
+/** A task as read from its hash: the record and what the store keeps beside it. */
+interface Row {
+  readonly record: TaskRecord;
+  /** Every input request key the task ever had (keys are never reused within a task). */
+  readonly seen: readonly string[];
+  readonly expiresAt: number;
+}
+
+interface Watch {
+  readonly listeners: Set<Listener>;
+  /** The newest version told, so a change seen both locally and over pub/sub is told once. */
+  version: number;
+}
+
+interface Script {
+  readonly source: string;
+  readonly sha: string;
+}
+
+const kScriptTable: Readonly<Record<ScriptName, Script>> = Object.fromEntries(
+  Object.entries(kScripts).map(([name, source]) => [name, { source, sha: createHash('sha1').update(source).digest('hex') }]),
+) as Record<ScriptName, Script>;
+
+const kStatuses: ReadonlySet<string> = new Set<TaskStatus>(['working', 'input_required', 'completed', 'failed', 'cancelled']);
+
+/** Tries of a change computed from a version another node changed meanwhile, before giving up. */
+const kMaxRetries = 64;
+
+export class RedisTaskStore implements TaskStore {
+  readonly limits: TaskLimits;
+  readonly #redis: Redis;
+  readonly #prefix: string;
+  readonly #nodeId: string;
+  readonly #now: () => number;
+  readonly #heartbeatMs: number;
+  readonly #timeoutMs: number;
+  /** How long shared indexes outlive their last write: past any task's life and any heartbeat. */
+  readonly #keepMs: number;
+  readonly #watchers = new Map<string, Watch>();
+  readonly #timer: ReturnType<typeof setInterval>;
+  #subscriber: Redis | undefined;
+  /** msgpackr's unpack, loaded with the first watch (the store's import costs nothing else). */
+  #unpack: Promise<(message: Buffer) => unknown> | undefined;
+  #cursorKey: Buffer | undefined;
+  #ticking = false;
+  #closed = false;
+
+  /** `limits`: any subset of TaskLimits over the defaults (checked: `invalid_option`). */
+  constructor(ctx: RedisContext, limits?: Partial<TaskLimits>, options: RedisTaskStoreOptions = {}) {
+    this.limits = resolveTaskLimits(limits, 'limits');
+    this.#redis = ctx.redis;
+    this.#prefix = ctx.keyPrefix;
+    this.#nodeId = ctx.nodeId;
+    if (typeof this.#nodeId !== 'string' || this.#nodeId === '') throw new SluiceError('invalid_option', 'the cluster nodeId must be a non-empty string');
+    this.#now = options.now ?? Date.now;
+    this.#heartbeatMs = positive('heartbeatMs', options.heartbeatMs, 2000);
+    this.#timeoutMs = positive('commandTimeoutMs', options.commandTimeoutMs, 2000);
+    this.#keepMs = this.limits.maxTtlMs + Math.max(kGraceMs, 6 * this.#heartbeatMs);
+    this.#timer = setInterval(() => { void this.#tick(); }, this.#heartbeatMs);
+    // The heartbeat alone must not keep a process alive.
+    this.#timer.unref();
+    void this.#tick();
+  }
+
+  async create(task: NewTask): Promise<TaskRecord> {
+    this.#checkOpen();
+    checkNewTask(task);
+    const now = this.#now();
+    const requested = task.ttlMs;
+    // Only a positive lifetime is a request; anything else gets the default.
+    const asked = typeof requested === 'number' && Number.isFinite(requested) && requested >= 1 ? Math.floor(requested) : this.limits.defaultTtlMs;
+    const ttlMs = Math.min(asked, this.limits.maxTtlMs);
+    const fields: (string | number)[] = [
+      'id', task.taskId, 'owner', task.owner, 'dialect', task.dialect, 'tool', task.toolName, 'runner', task.runner,
+      'status', 'working', 'createdAt', now, 'updatedAt', now, 'ttl', ttlMs, 'poll', this.limits.pollIntervalMs,
+      'version', 1, 'expiresAt', now + ttlMs, 'bytes', 0,
+    ];
+    if (task.progressToken !== undefined) fields.push('ptoken', JSON.stringify(task.progressToken));
+    const { maxTasks, maxTasksPerOwner } = this.limits;
+    const reply = await this.#run('create', [
+      task.taskId, task.owner, this.#nodeOf(task.runner), maxTasks, maxTasksPerOwner, now + ttlMs, ttlMs + kGraceMs, ...fields,
+    ]);
+    if (reply === 'duplicate') throw new Error(`task id ${task.taskId} is already in use (ids must be unique random values)`);
+    if (reply === 'maxTasks') throw new SluiceError('task_limit_reached', `the server keeps at most ${maxTasks} tasks (maxTasks) and holds that many`);
+    if (reply === 'maxTasksPerOwner') {
+      throw new SluiceError('task_limit_reached', `a client may keep at most ${maxTasksPerOwner} tasks (maxTasksPerOwner) and this one has that many`);
+    }
+    return this.#told(decodeRow(hash(reply))!.record);
+  }
+
+  async get(taskId: string, owner: string): Promise<TaskRecord | undefined> {
+    const row = await this.#read(taskId);
+    return row !== undefined && row.record.owner === owner ? row.record : undefined;
+  }
+
+  async list(owner: string, cursor: string | undefined, limit: number): Promise<TaskPage> {
+    this.#checkOpen();
+    let position = '';
+    let mac: Buffer | undefined;
+    if (cursor !== undefined) {
+      const match = typeof cursor === 'string' ? /^([0-9a-z]{1,11})\.([A-Za-z0-9_-]{16})$/.exec(cursor) : null;
+      if (match === null) throw invalidCursor();
+      position = String(parseInt(match[1], 36));
+      mac = Buffer.from(match[2], 'base64url');
+    }
+    const count = Number.isInteger(limit) && limit > 0 ? limit : 1;
+    const candidate = (this.#cursorKey ?? randomBytes(32)).toString('base64');
+    const reply = await this.#run('list', [owner, position, Math.min(count, 10_000), candidate]);
+    if (!Array.isArray(reply) || reply.length < 2) throw unavailable(new Error('unexpected reply to the list script'));
+    // The key comes with the page (one round trip); a cursor that does not verify voids the page.
+    const key = Buffer.from(String(reply[0]), 'base64');
+    this.#cursorKey = key;
+    if (mac !== undefined) {
+      const expected = this.#mac(key, owner, parseInt(position, 10).toString(36));
+      if (mac.length !== 12 || !timingSafeEqual(mac, expected)) throw invalidCursor();
+    }
+    const tasks = (reply.slice(2) as unknown[]).map((flat) => decodeRow(hash(flat))?.record).filter((r): r is TaskRecord => r !== undefined);
+    const next = String(reply[1]);
+    if (next === '') return { tasks };
+    const at = Number(next).toString(36);
+    return { tasks, nextCursor: `${at}.${this.#mac(key, owner, at).toString('base64url')}` };
+  }
+
+  async update(taskId: string, change: TaskChange): Promise<TaskRecord | undefined> {
+    if (change.status !== undefined && !kStatuses.has(change.status)) throw new TypeError(`not a task status: ${String(change.status)}`);
+    return this.#change(taskId, undefined, (row) => {
+      const current = row.record;
+      if (isTerminal(current.status)) return undefined;
+      const next: Draft = { ...current };
+      const seen = [...row.seen];
+      if (change.statusMessage !== undefined) next.statusMessage = String(change.statusMessage);
+      if (change.resultJson !== undefined) next.resultJson = String(change.resultJson);
+      if (change.error !== undefined) next.error = structuredClone(change.error);
+      if (change.progress !== undefined) next.progress = structuredClone(change.progress);
+      let added = false;
+      if (change.addInputRequests !== undefined) {
+        const requests: Record<string, TaskInputRequest> = { ...current.inputRequests };
+        for (const [key, request] of Object.entries(change.addInputRequests)) {
+          // A key once used stays used: an answer can never be taken for a later request.
+          if (seen.includes(key)) continue;
+          seen.push(key);
+          requests[key] = structuredClone(request);
+          added = true;
+        }
+        if (added) next.inputRequests = requests;
+      }
+      if (change.consumedResponses !== undefined && current.inputResponses !== undefined) {
+        const responses: Record<string, unknown> = { ...current.inputResponses };
+        for (const key of change.consumedResponses) delete responses[key];
+        next.inputResponses = Object.keys(responses).length === 0 ? undefined : responses;
+      }
+      if (change.status !== undefined) next.status = change.status;
+      if (isTerminal(next.status)) {
+        // Nothing can answer a finished task, nor pick an answer up: let their bytes go.
+        next.inputRequests = undefined;
+        next.inputResponses = undefined;
+      } else if (added) {
+        next.status = 'input_required';
+      }
+      return { next, seen, what: change.resultJson !== undefined ? 'result' : 'data' };
+    });
+  }
+
+  async respond(taskId: string, owner: string, responses: Readonly<Record<string, unknown>>): Promise<TaskRecord | undefined> {
+    return this.#change(taskId, owner, (row) => {
+      const current = row.record;
+      const outstanding = current.inputRequests;
+      if (isTerminal(current.status) || outstanding === undefined || responses === null || typeof responses !== 'object') return undefined;
+      const answered = Object.keys(responses).filter((key) => Object.hasOwn(outstanding, key));
+      if (answered.length === 0) return undefined;
+      const requests: Record<string, TaskInputRequest> = { ...outstanding };
+      const answers: Record<string, unknown> = { ...current.inputResponses };
+      for (const key of answered) {
+        delete requests[key];
+        answers[key] = structuredClone(responses[key]);
+      }
+      const left = Object.keys(requests).length;
+      const next: Draft = { ...current, inputRequests: left === 0 ? undefined : requests, inputResponses: answers };
+      if (left === 0 && current.status === 'input_required') next.status = 'working';
+      return { next, seen: row.seen, what: 'input' };
+    });
+  }
+
+  async cancel(taskId: string, owner: string, statusMessage?: string): Promise<TaskRecord | undefined> {
+    this.#checkOpen();
+    const reply = await this.#run('cancel', [taskId, owner, statusMessage === undefined ? '0' : '1', statusMessage === undefined ? '' : String(statusMessage)]);
+    const row = decodeRow(hash(reply));
+    return row === undefined ? undefined : this.#told(row.record);
+  }
+
+  watch(taskId: string, listener: (task: TaskRecord | undefined) => void): () => void {
+    let watch = this.#watchers.get(taskId);
+    if (watch === undefined) {
+      this.#watchers.set(taskId, watch = { listeners: new Set(), version: 0 });
+      this.#subscribe(taskId);
+    }
+    // A wrapper per call, so the same function watched twice is told twice and unwatched once each.
+    const own: Listener = (task) => listener(task);
+    watch.listeners.add(own);
+    return () => {
+      const current = this.#watchers.get(taskId);
+      if (current === undefined || !current.listeners.delete(own) || current.listeners.size > 0) return;
+      this.#watchers.delete(taskId);
+      this.#unsubscribe(taskId);
+    };
+  }
+
+  async runnerLost(runner: string, reason: string): Promise<number> {
+    this.#checkOpen();
+    return Number(await this.#run('runnerLost', [runner, this.#nodeOf(runner), String(reason)]));
+  }
+
+  /**
+   * One sweep now (every node runs one each heartbeat): expires what is past its lifetime and
+   * fails the unfinished tasks of nodes whose heartbeat is gone. Resolves with the counts.
+   */
+  async sweep(): Promise<{ expired: number; failed: number }> {
+    this.#checkOpen();
+    const reply = await this.#run('sweep', [kNodeStoppedReason]);
+    const [expired, failed] = Array.isArray(reply) ? reply.map(Number) : [0, 0];
+    return { expired: expired ?? 0, failed: failed ?? 0 };
+  }
+
+  /**
+   * Stops the heartbeat and the sweeps, ends the subscriber connection (the command connection is
+   * the node's, left open) and deletes this node's heartbeat, so the other nodes fail its
+   * unfinished tasks at their next sweep. Tasks stay in Redis: they belong to the cluster.
+   */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    clearInterval(this.#timer);
+    this.#watchers.clear();
+    this.#subscriber?.disconnect();
+    this.#subscriber = undefined;
+    try {
+      await this.#guard(this.#redis.del(`${this.#prefix}node:${this.#nodeId}`));
+    } catch {
+      // Redis unreachable: the heartbeat expires on its own (3 × heartbeatMs).
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+
+  #checkOpen(): void {
+    if (this.#closed) throw new SluiceError('transport_closed', 'the task store is closed');
+  }
+
+  /** A runner `<nodeId>/<threadId>` runs on that node; a bare thread id, on this one. */
+  #nodeOf(runner: string): string {
+    const slash = runner.lastIndexOf('/');
+    return slash > 0 ? runner.slice(0, slash) : this.#nodeId;
+  }
+
+  /** The task if it is known and live; one found past its lifetime is expired on the way. */
+  async #read(taskId: string): Promise<Row | undefined> {
+    this.#checkOpen();
+    const row = decodeRow(await this.#guard(this.#redis.hgetall(`${this.#prefix}task:${taskId}`)));
+    if (row === undefined) return undefined;
+    if (this.#now() >= row.expiresAt) {
+      await this.#run('expire', [taskId]);
+      return undefined;
+    }
+    return row;
+  }
+
+  /**
+   * Read, compute the change (MemoryTaskStore's rules, in TypeScript), and commit it with one
+   * script that writes only if the task is still at the version read: a change another node made
+   * meanwhile makes it compute again from the new version, so a terminal status stays final.
+   */
+  async #change(
+    taskId: string,
+    owner: string | undefined,
+    compute: (row: Row) => { next: Draft; seen: readonly string[]; what: 'result' | 'input' | 'data' } | undefined,
+  ): Promise<TaskRecord | undefined> {
+    for (let attempt = 0; attempt < kMaxRetries; attempt++) {
+      const row = await this.#read(taskId);
+      if (row === undefined || (owner !== undefined && row.record.owner !== owner)) return undefined;
+      const change = compute(row);
+      if (change === undefined) return row.record;
+      const { next, seen, what } = change;
+      const fields: [string, string | undefined][] = [
+        ['status', next.status],
+        ['msg', next.statusMessage],
+        ['result', next.resultJson],
+        ['error', json(next.error)],
+        ['reqs', json(next.inputRequests)],
+        ['resps', json(next.inputResponses)],
+        ['progress', json(next.progress)],
+        ['seen', seen.length === 0 ? undefined : JSON.stringify(seen)],
+      ];
+      let bytes = 0;
+      for (const [name, value] of fields) if (value !== undefined && name !== 'status' && name !== 'msg' && name !== 'progress' && name !== 'seen') bytes += Buffer.byteLength(value);
+      const set = fields.filter((f): f is [string, string] => f[1] !== undefined);
+      const del = fields.filter(([, value]) => value === undefined).map(([name]) => name);
+      const reply = await this.#run('commit', [
+        taskId, row.record.version, bytes, this.limits.maxTaskBytes, this.limits.maxStoredBytes, what, set.length, ...set.flat(), ...del,
+      ]);
+      if (reply === 'retry') continue;
+      const done = decodeRow(hash(reply));
+      return done === undefined ? undefined : this.#told(done.record);
+    }
+    throw new SluiceError('cluster_unavailable', `task ${taskId} kept changing under this change (${kMaxRetries} tries)`);
+  }
+
+  /** Tells this node's watchers of a change it made now (the pub/sub copy then is not told again). */
+  #told(record: TaskRecord): TaskRecord {
+    this.#deliver(record.taskId, record);
+    return record;
+  }
+
+  #deliver(taskId: string, record: TaskRecord | undefined): void {
+    const watch = this.#watchers.get(taskId);
+    if (watch === undefined) return;
+    if (record !== undefined) {
+      if (record.version <= watch.version) return;
+      watch.version = record.version;
+    } else {
+      this.#watchers.delete(taskId);
+      this.#unsubscribe(taskId);
+    }
+    // A copy: a listener may unwatch (or watch) while being told.
+    for (const listener of [...watch.listeners]) {
+      try {
+        listener(record);
+      } catch (error) {
+        // Listeners must not throw; one that does must not keep the others from being told.
+        process.emitWarning(`a task watcher threw: ${error instanceof Error ? error.message : String(error)}`, 'SluiceWarning');
+      }
+    }
+  }
+
+  /** The one subscriber connection, made on the first watch (its offline queue on: it resubscribes after a reconnect). */
+  #sub(): Redis {
+    if (this.#subscriber !== undefined) return this.#subscriber;
+    const sub = this.#redis.duplicate({ enableOfflineQueue: true, lazyConnect: false });
+    const channelPrefix = `${this.#prefix}task:`;
+    const unpack = this.#unpack ??= import('msgpackr').then((m) => m.unpack);
+    sub.on('messageBuffer', (channel: Buffer, message: Buffer) => {
+      const name = channel.toString();
+      if (!name.startsWith(channelPrefix)) return;
+      const taskId = name.slice(channelPrefix.length);
+      // Callbacks on one promise run in order: messages are told in the order they came.
+      void unpack.then((decode) => {
+        let record: TaskRecord | undefined;
+        if (message.length > 0) {
+          try {
+            record = decodeRow(hash(decode(message)))?.record;
+          } catch {
+            return; // not a message of this store
+          }
+          if (record === undefined) return;
+        }
+        this.#deliver(taskId, record);
+      });
+    });
+    // Reconnection is the connection's business; a failed attempt is no crash.
+    sub.on('error', () => {});
+    this.#subscriber = sub;
+    return sub;
+  }
+
+  #subscribe(taskId: string): void {
+    if (this.#closed) return;
+    this.#sub().subscribe(`${this.#prefix}task:${taskId}`).catch(() => {
+      // Redis down: the subscription is restored by ioredis when the connection comes back.
+    });
+  }
+
+  #unsubscribe(taskId: string): void {
+    this.#subscriber?.unsubscribe(`${this.#prefix}task:${taskId}`).catch(() => {});
+  }
+
+  /** Heartbeat, then sweep; a tick still running (slow Redis) makes the next one skip. */
+  async #tick(): Promise<void> {
+    if (this.#ticking || this.#closed) return;
+    this.#ticking = true;
+    try {
+      await this.#run('heartbeat', [this.#nodeId, 3 * this.#heartbeatMs]);
+      await this.#run('sweep', [kNodeStoppedReason]);
+    } catch {
+      // Redis down: callers see cluster_unavailable; the timer tries again next beat.
+    } finally {
+      this.#ticking = false;
+    }
+  }
+
+  /** Runs a script by its hash, loading it when Redis does not know it (first use, or a restarted Redis). */
+  async #run(name: ScriptName, args: readonly (string | number)[]): Promise<unknown> {
+    const script = kScriptTable[name];
+    const argv = [this.#prefix, this.#now(), this.#keepMs, ...args];
+    try {
+      return await this.#guard(this.#redis.evalsha(script.sha, 0, ...argv));
+    } catch (error) {
+      const cause = error instanceof SluiceError ? error.cause : error;
+      if (!(cause instanceof Error) || !cause.message.includes('NOSCRIPT')) throw error;
+      return this.#guard(this.#redis.eval(script.source, 0, ...argv));
+    }
+  }
+
+  /** A Redis round trip that rejects with `cluster_unavailable` on any failure or after the timeout, never hangs. */
+  #guard<T>(promise: Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const timer = setTimeout(() => reject(unavailable(new Error(`no answer from Redis within ${this.#timeoutMs} ms`))), this.#timeoutMs);
+      promise.then(
+        (value) => { clearTimeout(timer); resolve(value); },
+        (error: unknown) => { clearTimeout(timer); reject(unavailable(error)); },
+      );
+    });
+  }
+
+  #mac(key: Buffer, owner: string, position: string): Buffer {
+    return createHmac('sha256', key).update(owner).update('\u0000').update(position).digest().subarray(0, 12);
+  }
+}
+
+function unavailable(cause: unknown): SluiceError {
+  const message = cause instanceof Error ? cause.message : String(cause);
+  return new SluiceError('cluster_unavailable', `the cluster's Redis is unavailable: ${message}`, { cause });
+}
+
+function invalidCursor(): SluiceError {
+  return new SluiceError('invalid_cursor', 'the cursor is not one this server gave for this list');
+}
+
+function positive(name: string, value: number | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (!Number.isInteger(value) || value < 1) throw new SluiceError('invalid_option', `${name} must be a positive integer, got ${String(value)}`);
+  return value;
+}
+
+function checkNewTask(task: NewTask): void {
+  if (task === null || typeof task !== 'object') throw new TypeError('create needs a task');
+  for (const key of ['taskId', 'owner', 'toolName', 'runner'] as const) {
+    if (typeof task[key] !== 'string' || task[key] === '') throw new TypeError(`task.${key} must be a non-empty string`);
+  }
+  if (task.dialect !== 'legacy' && task.dialect !== 'modern') throw new TypeError(`task.dialect must be 'legacy' or 'modern'`);
+}
+
+function json(value: unknown): string | undefined {
+  return value === undefined ? undefined : JSON.stringify(value);
+}
+
+/** A script's HGETALL reply (a flat field/value array; nil for no task) as an object. */
+function hash(reply: unknown): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (!Array.isArray(reply)) return out;
+  for (let i = 0; i + 1 < reply.length; i += 2) out[String(reply[i])] = String(reply[i + 1]);
+  return out;
+}
+
+/** The task of a hash (undefined for an empty one: no task), deeply frozen like MemoryTaskStore's snapshots. */
+function decodeRow(f: Record<string, string>): Row | undefined {
+  if (f.id === undefined) return undefined;
+  const record: Draft = {
+    taskId: f.id,
+    owner: f.owner,
+    dialect: f.dialect as TaskDialect,
+    toolName: f.tool,
+    runner: f.runner,
+    status: f.status as TaskStatus,
+    createdAt: Number(f.createdAt),
+    lastUpdatedAt: Number(f.updatedAt),
+    ttlMs: Number(f.ttl),
+    pollIntervalMs: Number(f.poll),
+    version: Number(f.version),
+  };
+  if (f.msg !== undefined) record.statusMessage = f.msg;
+  if (f.result !== undefined) record.resultJson = f.result;
+  if (f.error !== undefined) record.error = JSON.parse(f.error) as TaskRecord['error'];
+  if (f.reqs !== undefined) record.inputRequests = JSON.parse(f.reqs) as TaskRecord['inputRequests'];
+  if (f.resps !== undefined) record.inputResponses = JSON.parse(f.resps) as TaskRecord['inputResponses'];
+  if (f.ptoken !== undefined) record.progressToken = JSON.parse(f.ptoken) as string | number;
+  if (f.progress !== undefined) record.progress = JSON.parse(f.progress) as TaskRecord['progress'];
+  const seen = f.seen === undefined ? [] : JSON.parse(f.seen) as string[];
+  return { record: deepFreeze(record), seen, expiresAt: Number(f.expiresAt) };
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const inner of Object.values(value)) deepFreeze(inner);
+  }
+  return value;
+}
