@@ -24,7 +24,6 @@
  */
 import type { MessagePort } from 'node:worker_threads';
 import type { Redis } from 'ioredis';
-import type { LogSink } from '../server/options.js';
 import type { SessionStore } from '../sessions/store.js';
 import type { RedisContext } from './contract.js';
 import type { DirectoryAnswer, FromSessionHost, SessionDirectoryAccess, ToSessionHost } from './session-client.js';
@@ -204,11 +203,14 @@ function parseRecord(id: string, raw: unknown): SessionRecord | undefined {
   return { id, principal: h.p, capabilities: Number(h.c) | 0, logLevel: Number(h.l ?? -1) | 0, created: Number(h.t ?? 0) };
 }
 
+/** Where the host's log lines go (the server's log sink; its own type, to stay below src/server/). */
+export type SessionLog = (level: 'info' | 'warn' | 'error', message: string) => void;
+
 export interface SessionDirectoryHostOptions {
   /** This node's session table (the supervisor's attachment). */
   readonly store: SessionStore;
   readonly idleMs: number;
-  readonly log: LogSink;
+  readonly log: SessionLog;
   /** How often cached sessions are checked against Redis while invalidations may be missed. Default 5 s. */
   readonly revalidateMs?: number | undefined;
 }
@@ -221,7 +223,7 @@ export interface SessionDirectoryHostOptions {
 export class SessionDirectoryHost implements SessionDirectoryAccess {
   readonly directory: RedisSessionDirectory;
   readonly #store: SessionStore;
-  readonly #log: LogSink;
+  readonly #log: SessionLog;
   readonly #revalidateMs: number;
   /** Sessions in this node's table that the directory knows: id → the last use pushed to Redis. */
   readonly #cached = new Map<string, number>();
