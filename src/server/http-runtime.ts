@@ -2,6 +2,7 @@
  * One HTTP serving thread's whole stack (an HTTP worker's, or the supervisor's own when the tools
  * are served in-process): the engine from the assembly, the endpoint, the adapter.
  */
+import type { SessionDirectoryAccess } from '../cluster/session-client.js';
 import type { Registry } from '../registry/index.js';
 import type { Engine } from '../protocol/engine.js';
 import { SessionStore } from '../sessions/store.js';
@@ -32,6 +33,8 @@ export interface RuntimeInput extends EngineInput {
   readonly authenticate: Authenticate | undefined;
   /** The port to listen on (the supervisor pins every worker to the first one's port). */
   readonly port: number;
+  /** Cluster mode: the session directory (a port client in a worker, the supervisor's host in-process). */
+  readonly sessionDirectory?: SessionDirectoryAccess | undefined;
 }
 
 /** One HTTP serving thread's whole stack: registry attachment, engine, endpoint, adapter, pool. */
@@ -44,6 +47,7 @@ export async function startRuntime(input: RuntimeInput, adapter: AdapterKind): P
     allowedOrigins: options.allowedOrigins,
     sessions,
     sessionIdleMs: options.sessionIdleMs,
+    sessionDirectory: input.sessionDirectory,
     maxSessionsPerClient: options.maxSessionsPerClient,
     maxInFlightPerClient: options.maxInFlightPerClient,
     maxStreamBufferBytes: options.maxStreamBufferBytes,

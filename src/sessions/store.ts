@@ -35,6 +35,14 @@ export function capabilityBits(capabilities: unknown): number {
   return (c.sampling !== undefined ? kCapSampling : 0) | (c.elicitation !== undefined ? kCapElicitation : 0) | (c.roots !== undefined ? kCapRoots : 0);
 }
 
+/**
+ * The principal digest a session is bound to, as text (cluster mode keeps it in Redis): the first
+ * 128 bits of SHA-256(principal id) in hex, '' when anonymous. The table keeps the same bits.
+ */
+export function principalDigest(principalId: string | undefined): string {
+  return principalId === undefined ? '' : createHash('sha256').update(principalId).digest().subarray(0, 16).toString('hex');
+}
+
 export function capabilitiesOf(bits: number): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   if ((bits & kCapSampling) !== 0) out.sampling = {};
@@ -161,6 +169,41 @@ export class SessionStore {
     const word = Atomics.load(t.i32, v + kVLogLevel);
     const level = (word & ~0xff) === levelTag(ctl) && (word & 0xff) !== kLevelUnset ? word & 0xff : -1;
     return { ok: true, slot, ctl, logLevel: level, capabilities: t.i32[v + kVCaps] };
+  }
+
+  /**
+   * Cluster mode: puts a session another node created (found in Redis, its principal already
+   * checked) into this node's table under the same id, replacing a stale local row of that id.
+   * Adopted rows are not counted against a client (creation is what the per-client limit bounds).
+   * Only the supervisor adopts (one writer: no two rows of one id). False: the table is full.
+   */
+  adopt(id: string, digest: string, capabilities: number, logLevel: number): boolean {
+    if (id.length !== kIdBytes || !/^([0-9a-f]{32})?$/.test(digest)) return false;
+    this.remove(id);
+    this.#key.setString(id);
+    const t = this.#table;
+    const slot = t.claim(this.#key.words, this.#key.length, t.hash(this.#key.words, this.#key.length), this.#member);
+    if (slot < 0) return false;
+    const v = t.valueIndex(slot);
+    t.i32[v + kVClient] = -1;
+    const now = Date.now();
+    t.f64[(v + kVCreated) >>> 1] = now;
+    t.f64[(v + kVSeen) >>> 1] = now;
+    const bytes = Buffer.from(digest, 'hex');
+    for (let i = 0; i < 4; i++) t.i32[v + kVPrincipal + i] = bytes.length === 0 ? 0 : bytes.readInt32LE(i * 4) | 1;
+    t.i32[v + kVCaps] = capabilities;
+    const ctl = t.publish(slot, this.#member);
+    Atomics.store(t.i32, v + kVLogLevel, levelTag(ctl) | (logLevel >= 0 && logLevel < kLevelUnset ? logLevel : kLevelUnset));
+    return true;
+  }
+
+  /** When the live session `id` was last used on this node (ms), or undefined (cluster touches). */
+  lastSeen(id: string): number | undefined {
+    if (id.length !== kIdBytes) return undefined;
+    this.#key.setString(id);
+    const t = this.#table;
+    const slot = t.find(this.#key.words, this.#key.length, t.hash(this.#key.words, this.#key.length));
+    return slot < 0 ? undefined : t.f64[(t.valueIndex(slot) + kVSeen) >>> 1];
   }
 
   /** logging/setLevel: the session's level, seen by every worker. */

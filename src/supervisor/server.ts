@@ -5,6 +5,8 @@
  */
 import { channel } from 'node:diagnostics_channel';
 import { MessageChannel, Worker, threadId as mainThreadId } from 'node:worker_threads';
+import type { RedisContext } from '../cluster/contract.js';
+import type { SessionDirectoryHost } from '../cluster/sessions.js';
 import { SluiceError } from '../errors.js';
 import type { Registry } from '../registry/index.js';
 import type { SessionStore } from '../sessions/store.js';
@@ -62,6 +64,11 @@ export interface Server {
 export interface ServerHooks {
   /** Where log lines at `logLevel` or above go (default: stderr). */
   log?: LogSink;
+  /**
+   * @internal Cluster sessions' test seam until the cluster link (options `cluster`) is merged:
+   * the Redis context legacy sessions go through. The link replaces it with its own context.
+   */
+  clusterSessions?: (RedisContext & { readonly revalidateMs?: number | undefined }) | undefined;
 }
 
 /** Creates (but does not start) a server. Options are checked here, synchronously. */
@@ -69,7 +76,7 @@ export function createServer(options: ServerOptions, hooks: ServerHooks = {}): S
   const resolved = resolveOptions(options);
   const log = serverLog(resolved.logLevel, hooks.log);
   const source = toolsSource(options.tools);
-  return new SluiceServer(resolved, source.catalog, source.module, options, log);
+  return new SluiceServer(resolved, source.catalog, source.module, options, log, hooks.clusterSessions);
 }
 
 class SluiceServer implements Server {
@@ -99,8 +106,11 @@ class SluiceServer implements Server {
   #taskGauges: ReturnType<typeof setInterval> | undefined;
   /** `runnerLost` calls still running (a user store may be slow): the store closes after them. */
   readonly #runnersLost = new Set<Promise<unknown>>();
+  /** Cluster mode: where legacy sessions cross nodes (served to the HTTP workers over one port each). */
+  readonly #clusterSessions: ServerHooks['clusterSessions'];
+  #sessionHost: SessionDirectoryHost | undefined;
 
-  constructor(options: ResolvedOptions, catalog: Catalog | undefined, toolsModule: string | undefined, raw: ServerOptions, log: LogSink) {
+  constructor(options: ResolvedOptions, catalog: Catalog | undefined, toolsModule: string | undefined, raw: ServerOptions, log: LogSink, clusterSessions?: ServerHooks['clusterSessions']) {
     this.#options = options;
     this.#catalog = catalog;
     this.#toolsModule = toolsModule;
@@ -111,6 +121,7 @@ class SluiceServer implements Server {
     this.#counters = tables.counters;
     this.#sessions = tables.sessions;
     this.#shared = tables.shared;
+    this.#clusterSessions = clusterSessions;
   }
 
   get workerThreadIds(): readonly number[] {
@@ -158,6 +169,11 @@ class SluiceServer implements Server {
       const sessions = this.#sessions;
       this.#sweep = setInterval(() => sessions.sweep(options.sessionIdleMs), Math.min(60_000, options.sessionIdleMs));
       this.#sweep.unref();
+      // Cluster sessions: loaded only in cluster mode (no cluster code on a single node's path).
+      if (this.#clusterSessions !== undefined) {
+        const { SessionDirectoryHost } = await import('../cluster/sessions.js');
+        this.#sessionHost = new SessionDirectoryHost(this.#clusterSessions, { store: sessions, idleMs: options.sessionIdleMs, log: this.#log, revalidateMs: this.#clusterSessions.revalidateMs });
+      }
     }
     let port: number;
     if (this.#catalog !== undefined) {
@@ -166,6 +182,7 @@ class SluiceServer implements Server {
         this.#runtime = await startRuntime({
           shared: this.#shared, options, catalog: this.#catalog, toolsModule: undefined, authenticate: this.#raw.authenticate, port: options.port, log: this.#log,
           tasks: this.#taskStore === undefined || options.tasks === false ? undefined : { store: this.#taskStore, limits: options.tasks.limits, runner: String(mainThreadId) },
+          sessionDirectory: this.#sessionHost,
         }, adapter);
       } catch (error) {
         await this.close();
@@ -196,16 +213,20 @@ class SluiceServer implements Server {
   #spawn(adapter: AdapterKind, port: number): Promise<number> {
     // The worker's end of its task store channel travels with its workerData; ours is served here.
     const channel = this.#taskHost === undefined ? undefined : new MessageChannel();
-    const data: HttpWorkerData = { shared: this.#shared, options: this.#options, toolsModule: this.#toolsModule!, adapter, port, tasks: channel?.port2 };
+    const sessionChannel = this.#sessionHost === undefined ? undefined : new MessageChannel();
+    const data: HttpWorkerData = { shared: this.#shared, options: this.#options, toolsModule: this.#toolsModule!, adapter, port, tasks: channel?.port2, sessionDirectory: sessionChannel?.port2 };
     let worker: Worker;
     try {
-      worker = new Worker(threadEntry('http-worker'), { workerData: data, transferList: channel === undefined ? [] : [channel.port2] });
+      const transferList = [channel?.port2, sessionChannel?.port2].filter((p) => p !== undefined);
+      worker = new Worker(threadEntry('http-worker'), { workerData: data, transferList });
     } catch (error) {
       channel?.port1.close();
+      sessionChannel?.port1.close();
       throw error;
     }
     const threadId = worker.threadId;
     if (channel !== undefined) this.#taskHost!.attach(channel.port1, String(threadId));
+    if (sessionChannel !== undefined) this.#sessionHost!.attach(sessionChannel.port1);
     this.#workers.set(worker, threadId);
     return new Promise((resolve, reject) => {
       const state = { started: false };
@@ -318,6 +339,7 @@ class SluiceServer implements Server {
       await Promise.all(this.#runnersLost);
       this.#taskHost?.close();
       await this.#taskStore?.close();
+      await this.#sessionHost?.close();
     }
   }
 }

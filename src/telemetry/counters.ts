@@ -28,9 +28,13 @@ export const Counter = {
   TasksStored: 12,
   /** Gauge (the supervisor's block): bytes of results and input the node's store holds. */
   TaskBytes: 13,
+  /** Cluster mode: presented sessions this node lacked that Redis could not be asked about (503, not 404). */
+  ClusterSessionLookupsFailed: 14,
+  /** Cluster mode: initialize, logging/setLevel and DELETE refused (503) because Redis could not take the change. */
+  ClusterSessionWritesFailed: 15,
 } as const;
 export type Counter = (typeof Counter)[keyof typeof Counter];
-const kCount = 14;
+const kCount = 16;
 /** Counters that are gauges: a dead thread's value is zeroed, since what it held went with it. */
 const kGauges: readonly Counter[] = [Counter.StreamBufferedBytes, Counter.TasksStored, Counter.TaskBytes];
 
@@ -113,6 +117,8 @@ export function prometheusText(registry: RegistryCounters, server: ServerCounter
   metric('sluice_task_polls_refused_total', 'counter', 'tasks/get refused for polling faster than the poll interval allows.', server.sum(Counter.TaskPollsRefused));
   metric('sluice_tasks_stored', 'gauge', 'Tasks the node\'s task store holds (finished ones until they expire); the default store reports it.', server.sum(Counter.TasksStored));
   metric('sluice_task_stored_bytes', 'gauge', 'Bytes of task results and input the node\'s task store holds; the default store reports it.', server.sum(Counter.TaskBytes));
+  metric('sluice_cluster_session_lookups_failed_total', 'counter', 'Cluster mode: requests of a session this node lacked, refused with 503 because Redis could not be asked.', server.sum(Counter.ClusterSessionLookupsFailed));
+  metric('sluice_cluster_session_writes_failed_total', 'counter', 'Cluster mode: initialize, logging/setLevel and DELETE refused with 503 because Redis could not take the change.', server.sum(Counter.ClusterSessionWritesFailed));
   metric('sluice_slow_readers_closed_total', 'counter', 'Connections closed because their reader could not take the final response in time.', server.sum(Counter.SlowReadersClosed));
   return `${lines.join('\n')}\n`;
 }

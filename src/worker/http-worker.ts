@@ -46,6 +46,10 @@ export async function runHttpWorker(): Promise<void> {
   // Tasks live in the supervisor: this thread reads and writes them over its port.
   const taskClient = data.tasks === undefined ? undefined : new TaskStoreClient(data.tasks);
   const tasks = taskClient === undefined || data.options.tasks === false ? undefined : { store: taskClient, limits: data.options.tasks.limits, runner: String(threadId) };
+  // Cluster mode only: the session directory's client (no Redis code; loaded only when asked for).
+  const sessionClient = data.sessionDirectory === undefined
+    ? undefined
+    : new (await import('../cluster/session-client.js')).SessionDirectoryClient(data.sessionDirectory);
   try {
     const { catalog, exports } = await importToolsModule(data.toolsModule);
     const authenticate = typeof exports.authenticate === 'function' ? (exports.authenticate as Authenticate) : undefined;
@@ -61,6 +65,7 @@ export async function runHttpWorker(): Promise<void> {
       broadcastListChanged: (kind) => send({ type: 'listChanged', kind }),
       onPoolThread: (poolThreadId, alive) => send({ type: 'poolThread', threadId: poolThreadId, alive }),
       tasks,
+      sessionDirectory: sessionClient,
     }, data.adapter);
     // A thread that ends with uWS sockets open aborts the whole process: on a crash (an error no
     // one caught, a rejection no one handled) close every socket first, then end this thread only.
@@ -86,6 +91,7 @@ export async function runHttpWorker(): Promise<void> {
         case 'close':
           void runtime.close(message.graceMs).finally(async () => {
             await taskClient?.close();
+            sessionClient?.close();
             send({ type: 'closed' });
             port.close();
           });
@@ -95,6 +101,7 @@ export async function runHttpWorker(): Promise<void> {
   } catch (error) {
     send({ type: 'failed', message: error instanceof Error ? error.message : String(error), code: error instanceof SluiceError ? error.code : undefined });
     await taskClient?.close();
+    sessionClient?.close();
     port.close();
   }
 }

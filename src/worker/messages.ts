@@ -19,6 +19,8 @@ export interface HttpWorkerData {
   readonly port: number;
   /** This worker's end of the channel to the supervisor's task store (transferred); absent when tasks are off. */
   readonly tasks?: MessagePort | undefined;
+  /** Cluster mode: this worker's end of the channel to the supervisor's session directory (transferred). */
+  readonly sessionDirectory?: MessagePort | undefined;
 }
 
 /** Messages from the supervisor to an HTTP worker. */

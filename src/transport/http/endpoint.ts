@@ -5,6 +5,7 @@ import type { Classified } from '../../protocol/eras/request-info.js';
 import { classify, parseJson } from '../../protocol/message.js';
 import { ProtocolError, errorBody } from '../../protocol/wire.js';
 import type { JsonRpcId } from '../../protocol/wire.js';
+import type { SessionDirectoryAccess } from '../../cluster/session-client.js';
 import type { SessionStore } from '../../sessions/store.js';
 import { Counter, prometheusText } from '../../telemetry/counters.js';
 import { Clients, kRefused } from './client.js';
@@ -12,7 +13,7 @@ import type { Authenticate } from './client.js';
 import { ResponseHeaders } from './cors.js';
 import type { Exchange } from './exchange.js';
 import { HeaderRules } from './headers.js';
-import { HttpEdge, LegacySessions } from './legacy.js';
+import { HttpEdge, LegacySessions, kSessionElsewhere } from './legacy.js';
 import { ClientLimits } from './limits.js';
 import { checkModernRequest } from './modern.js';
 import { ParamHeaders } from './param-headers.js';
@@ -31,6 +32,8 @@ export interface HttpEndpointOptions {
   /** Legacy-era sessions: off, or on with an idle expiry. */
   readonly sessions: SessionStore | undefined;
   readonly sessionIdleMs: number;
+  /** Cluster mode: the directory that makes sessions valid on every node (absent: this node alone). */
+  readonly sessionDirectory?: SessionDirectoryAccess | undefined;
   readonly authenticate: Authenticate | undefined;
   /** Take the client address from the last X-Forwarded-For entry (only behind a proxy you run). */
   readonly trustProxy: boolean;
@@ -97,7 +100,7 @@ export class HttpEndpoint {
     this.#clients = new Clients(options.authenticate, options.trustProxy);
     this.#sessions = options.sessions === undefined
       ? undefined
-      : new LegacySessions({ store: options.sessions, idleMs: options.sessionIdleMs, maxPerClient: options.maxSessionsPerClient, counters });
+      : new LegacySessions({ store: options.sessions, idleMs: options.sessionIdleMs, maxPerClient: options.maxSessionsPerClient, counters, directory: options.sessionDirectory });
     this.#limits = new ClientLimits(options.maxInFlightPerClient);
     this.#replies = {
       store: options.sessions,
@@ -149,8 +152,14 @@ export class HttpEndpoint {
     const message = this.#message(ex, body);
     if (message === undefined) return;
     const edge = new HttpEdge(ex, this.#clients, this.#sessions, principal);
-    const info = requestInfo(message, edge);
+    let info = requestInfo(message, edge);
     const id: JsonRpcId | null = message.kind === 'request' ? message.id : null;
+    if (info === kSessionElsewhere) {
+      // Cluster mode, a session this node lacks: the directory may adopt it; then resolve again.
+      const refused = await this.#sessions!.adopt(edge);
+      if (ex.aborted) return;
+      info = refused ?? requestInfo(message, edge);
+    }
     if (info instanceof ProtocolError) return this.#fail(ex, id, info);
     if (message.kind === 'response') {
       // An answer to a request a tool sent this client (any worker may receive it).
@@ -161,6 +170,14 @@ export class HttpEndpoint {
     if (info.era === 'modern') {
       const problem = checkModernRequest(ex, message.method, message.params, this.#engine, this.#params);
       if (problem !== undefined) return this.#fail(ex, id, problem);
+    } else {
+      // Cluster mode: a new session or a new log level is in Redis before the response goes out.
+      const storing = this.#sessions?.beforeRequest(edge, message.method, message.params);
+      if (storing !== undefined) {
+        const refused = await storing;
+        if (ex.aborted) return this.#sessions!.drop(edge.opened);
+        if (refused !== undefined) return this.#fail(ex, id, refused);
+      }
     }
     const client = edge.clientScope();
     if (!this.#limits.acquire(client)) {
@@ -206,7 +223,7 @@ export class HttpEndpoint {
     if (id === undefined) return this.#fail(ex, null, kSessionRequired);
     const principal = await this.#clients.principal(ex);
     if (principal === kRefused) return this.#fail(ex, null, kUnauthorized);
-    const refused = sessions.end(id, principal);
+    const refused = await sessions.end(id, principal);
     if (refused !== undefined) return this.#fail(ex, null, refused);
     ex.respond(204, this.#headers.extra(ex), '');
   }
