@@ -103,10 +103,12 @@ export class TaskMethods {
   /** 2025-11-25: the cancelled task; a terminal one is -32602. */
   async #legacyCancel(run: Run, params: Record<string, unknown> | undefined): Promise<Record<string, unknown>> {
     const taskId = taskIdOf(params);
-    this.#raise(run, taskId); // a finished task's row is gone: nothing to raise
+    // The terminal check comes first here: raising the flag first could let the tool end the task
+    // as cancelled before the check reads it, and this dialect must refuse only tasks already ended.
     const before = await this.#host.store.get(taskId, run.info.scope);
     if (before === undefined) throw kTaskNotFound;
     if (isTerminal(before.status)) throw new ProtocolError(ErrorCode.InvalidParams, `Cannot cancel task in terminal status: ${before.status}`);
+    this.#raise(run, taskId);
     return legacyTask(await this.#host.store.cancel(taskId, run.info.scope, 'Cancelled by the client') ?? before);
   }
 
