@@ -33,7 +33,9 @@ export type SluiceErrorCode =
   /** A task store is at one of its bounds (tasks in total, or per owner): the task is not created. */
   | 'task_limit_reached'
   /** A list cursor the store did not give to this caller (garbled, of another owner, or of an earlier server). */
-  | 'invalid_cursor';
+  | 'invalid_cursor'
+  /** Cluster mode: Redis could not be reached when the server started (and `startDegraded` was not set). */
+  | 'cluster_unavailable';
 
 /**
  * Every SluiceErrorCode, as a runtime list (a Record, so the compiler refuses a code missing here).
@@ -45,6 +47,7 @@ const kCodeTable: Record<SluiceErrorCode, true> = {
   listen_failed: true, port_in_use: true, tools_module_failed: true, process_exit_refused: true, invalid_definition: true,
   transport_closed: true, server_exited: true, session_expired: true, invalid_response: true, rpc_error: true,
   missing_client_capability: true, task_limit_reached: true, invalid_cursor: true,
+  cluster_unavailable: true,
 };
 export const kSluiceErrorCodes: readonly SluiceErrorCode[] = Object.freeze(Object.keys(kCodeTable) as SluiceErrorCode[]);
 
