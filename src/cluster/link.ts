@@ -118,7 +118,7 @@ export class ClusterLink {
       await Promise.all([connecting, subscribing]);
     } catch (error) {
       await this.close();
-      throw new SluiceError('cluster_unavailable', `cluster: Redis at ${redactUrl(this.#options.redis)} cannot be reached: ${this.#lastError !== "" ? this.#lastError : error instanceof Error ? error.message : String(error)} (set cluster.startDegraded / --start-degraded to start without it)`, { cause: error });
+      throw new SluiceError('cluster_unavailable', `cluster: Redis at ${redactUrl(this.#options.redis)} cannot be reached: ${this.#lastError !== '' ? this.#lastError : error instanceof Error ? error.message : String(error)} (set cluster.startDegraded / --start-degraded to start without it)`, { cause: error });
     }
   }
 
