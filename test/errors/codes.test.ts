@@ -225,6 +225,13 @@ const kSluiceScenarios: Record<SluiceErrorCode, () => Promise<string> | string> 
       await store.close();
     }
   },
+  // Cluster mode with no Redis listening where it is told to look (a free port nothing holds).
+  cluster_unavailable: async () => {
+    const port = await new Promise<number>((resolve) => {
+      const probe = createNetServer().listen(0, '127.0.0.1', () => { const p = (probe.address() as AddressInfo).port; probe.close(() => resolve(p)); });
+    });
+    return codeOf(createServer({ tools: [], port: 0, tasks: false, cluster: { redis: `redis://127.0.0.1:${port}` } }, { log: () => {} }).listen());
+  },
 };
 
 // ---------------------------------------------------------------------------------------------
