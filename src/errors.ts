@@ -34,7 +34,7 @@ export type SluiceErrorCode =
   | 'task_limit_reached'
   /** A list cursor the store did not give to this caller (garbled, of another owner, or of an earlier server). */
   | 'invalid_cursor'
-  /** Cluster mode: the Redis the nodes share cannot be reached (down, or no answer in time); what needs it fails, nothing hangs. */
+  /** Cluster mode: the Redis the nodes share cannot be reached (at start without `startDegraded`, or while serving: what needs it fails, nothing hangs). */
   | 'cluster_unavailable';
 
 /**

@@ -41,6 +41,13 @@ Options of serve:
                        cancelled (default 5000)
   --log-level <level>  debug | info | warn | error (default warn; a tool that throws is logged
                        at warn, with its name)
+  --redis <url>        cluster mode: share cancels, answers, list changes (and sessions, tasks)
+                       with the other nodes through this Redis (redis:// or rediss://)
+  --redis-prefix <p>   prefix of every Redis key and channel (default sluice:)
+  --start-degraded     start even when Redis cannot be reached (/readyz says 503 until it can)
+  Environment: SLUICE_REQUEST_STATE_KEYS=<key>[,<key>…] seals 2026-07-28 requestState with the
+                       first key and accepts any (base64/base64url, 32+ bytes each; give every
+                       node the same); without it a restarted node or a sibling refuses a retry
 
 Options of call and list:
   --stdio <command>    start this stdio server and talk to it instead of a URL
@@ -91,6 +98,9 @@ async function run(argv: readonly string[]): Promise<number> {
         'cors-origin': { type: 'string', multiple: true },
         'shutdown-grace': { type: 'string' },
         'log-level': { type: 'string' },
+        redis: { type: 'string' },
+        'redis-prefix': { type: 'string' },
+        'start-degraded': { type: 'boolean' },
         timeout: { type: 'string' },
         era: { type: 'string' },
         json: { type: 'boolean' },

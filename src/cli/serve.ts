@@ -27,10 +27,16 @@ export interface ServeFlags {
   'cors-origin'?: string[] | undefined;
   'shutdown-grace'?: string | undefined;
   'log-level'?: string | undefined;
+  redis?: string | undefined;
+  'redis-prefix'?: string | undefined;
+  'start-degraded'?: boolean | undefined;
 }
 
+/** Where `sluice serve` reads the requestState key ring (comma-separated base64/base64url keys, newest first). */
+export const kStateKeysEnv = 'SLUICE_REQUEST_STATE_KEYS';
+
 /** The server options `sluice serve` flags stand for (checked: a bad value is a usage error). */
-export function serveOptions(values: ServeFlags): ServerOptions & { tools: string; logLevel: LogLevel } {
+export function serveOptions(values: ServeFlags, env: NodeJS.ProcessEnv = process.env): ServerOptions & { tools: string; logLevel: LogLevel } {
   let tools: string;
   if (values.tools === undefined) {
     tools = fileURLToPath(new URL('../../examples/tools.js', import.meta.url));
@@ -44,6 +50,11 @@ export function serveOptions(values: ServeFlags): ServerOptions & { tools: strin
   }
   const shutdownGraceMs = integerFlag('shutdown-grace', values['shutdown-grace'], 0, 2 ** 31 - 1);
   const origins = values['cors-origin'] ?? [];
+  if (values.redis === undefined && (values['redis-prefix'] !== undefined || values['start-degraded'] === true)) {
+    throw new UsageError('--redis-prefix and --start-degraded need --redis <url>');
+  }
+  if (values.redis !== undefined && !/^rediss?:\/\/\S+$/.test(values.redis)) throw new UsageError(`--redis must be a redis:// or rediss:// URL, got ${JSON.stringify(values.redis)}`);
+  const keys = env[kStateKeysEnv]?.split(',').map((k) => k.trim()).filter((k) => k !== '');
   return {
     tools,
     host: values.host,
@@ -56,6 +67,8 @@ export function serveOptions(values: ServeFlags): ServerOptions & { tools: strin
     cancelOnDisconnect: values['cancel-on-disconnect'] === true,
     ...(origins.length > 0 ? { cors: { origins } } : {}),
     ...(shutdownGraceMs === undefined ? {} : { shutdownGraceMs }),
+    ...(values.redis === undefined ? {} : { cluster: { redis: values.redis, keyPrefix: values['redis-prefix'], startDegraded: values['start-degraded'] === true } }),
+    ...(keys === undefined || keys.length === 0 ? {} : { requestStateKeys: keys }),
   };
 }
 

@@ -11,16 +11,25 @@ const kLimited = new Map<string, ProtocolError>();
 
 /**
  * `notifications/cancelled`: honoured only for a request in flight in the sender's own scope;
- * anything else (unknown, finished, someone else's) is ignored. Undefined when accepted, else the
+ * anything else (unknown, finished, someone else's) is ignored here (in cluster mode it is handed to
+ * the other nodes, which apply the same rule). Undefined when accepted, else the
  * refusal (400 for malformed params, 429 when the scope's cancellation quota is spent).
  */
-export function cancelNotification(registry: Registry, log: EngineConfig['log'], params: unknown, scope: string): ProtocolError | undefined {
+export function cancelNotification(registry: Registry, log: EngineConfig['log'], params: unknown, scope: string, forward?: EngineConfig['forwardCancel']): ProtocolError | undefined {
   if (params === undefined) return undefined;
   if (params === null || typeof params !== 'object' || Array.isArray(params)) return kNotAnObject;
   const { requestId, reason } = params as { requestId?: unknown; reason?: unknown };
   if (requestId === null || requestId === undefined) return undefined;
   if (!validRequestId(requestId)) return kBadRequestId;
-  if (!registry.inFlight(requestId, scope)) return undefined;
+  if (!registry.inFlight(requestId, scope)) {
+    // Cluster mode: the request may run on another node. Only scopes that mean the same client on
+    // every node travel (a session, an authenticated principal); an address bucket does not, since
+    // behind a balancer every node sees the balancer's address.
+    if (forward !== undefined && (scope.startsWith('session:') || scope.startsWith('principal:'))) {
+      forward(requestId, typeof reason === 'string' ? reason : undefined, scope);
+    }
+    return undefined;
+  }
   const result = registry.cancel(requestId, reason, scope);
   if (result.ok) return undefined;
   log('warn', `sluice: cancellation refused for scope ${JSON.stringify(scope)}: ${result.error}`);

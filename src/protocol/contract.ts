@@ -98,13 +98,20 @@ export interface EngineConfig {
   readonly streamCancelTimeoutMs: number;
   /** Where refusals worth an operator's attention go. */
   readonly log: (level: 'debug' | 'info' | 'warn' | 'error', message: string) => void;
-  /** Key that seals 2026-07-28 requestState (the same in every thread of a server). */
-  readonly stateKey: Uint8Array;
+  /** Keys that seal 2026-07-28 requestState, newest first (the same in every thread of a server). */
+  readonly stateKeys: readonly Uint8Array[];
   /**
    * Hands a response to the thread whose request it answers (the client may POST it to any worker).
    * Absent: single-thread transports.
    */
-  readonly forwardResponse?: ((threadId: number, response: string, scope: string) => void) | undefined;
+  readonly forwardResponse?: ((threadId: number, response: string, scope: string, node?: string) => void) | undefined;
+  /**
+   * Cluster mode: a `notifications/cancelled` for a request not in flight on this node, in a scope
+   * that is the same on every node (session or principal), goes to the other nodes this way.
+   */
+  readonly forwardCancel?: ((requestId: string | number, reason: string | undefined, scope: string) => void) | undefined;
+  /** Cluster mode: this node's id; server→client request ids then name it (`s<nodeId>.<thread>-<n>`). */
+  readonly nodeId?: string | undefined;
   /** Tells the other threads' engines that a list changed (HTTP workers: through the supervisor). */
   readonly broadcastListChanged?: ((kind: ListKind) => void) | undefined;
   /**

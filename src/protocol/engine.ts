@@ -50,7 +50,7 @@ export class Engine {
     this.config = config;
     const index = new CatalogIndex(config.catalog);
     this.#listeners = new Listeners(index, config.tasks?.store);
-    this.#clientRequests = new ClientRequests(config.forwardResponse);
+    this.#clientRequests = new ClientRequests(config.forwardResponse, config.nodeId);
     const clientRequests = this.#clientRequests;
     const taskHost: TaskHost | undefined = config.tasks === undefined ? undefined : {
       registry: config.registry,
@@ -80,7 +80,7 @@ export class Engine {
       ...modernLifecycle(config, modernCapabilities(capabilities, taskHost !== undefined)),
       ['subscriptions/listen', this.#listeners.method],
       ...(taskMethods?.modern() ?? []),
-    ]), new RequestStateSealer(config.stateKey), config.serverInfo);
+    ]), new RequestStateSealer(config.stateKeys), config.serverInfo);
     this.#host = {
       registry: config.registry,
       counters: config.counters,
@@ -135,7 +135,7 @@ export class Engine {
   handleNotification(method: string, params: unknown, info: RequestInfo): ProtocolError | undefined {
     this.config.counters.add(Counter.Notifications);
     if (method !== 'notifications/cancelled') return undefined;
-    return cancelNotification(this.config.registry, this.config.log, params, info.scope);
+    return cancelNotification(this.config.registry, this.config.log, params, info.scope, this.config.forwardCancel);
   }
 
   /**

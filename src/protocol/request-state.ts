@@ -6,15 +6,17 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
  * with the HMAC also covering the method and target name, so a state cannot be replayed elsewhere.
  */
 export class RequestStateSealer {
-  readonly #key: Uint8Array;
+  /** Newest first: sealed with the first, opened with any (a rotation keeps old states valid). */
+  readonly #keys: readonly Uint8Array[];
 
-  constructor(key: Uint8Array) {
-    this.#key = key;
+  constructor(keys: Uint8Array | readonly Uint8Array[]) {
+    this.#keys = keys instanceof Uint8Array ? [keys] : [...keys];
+    if (this.#keys.length === 0) throw new RangeError('RequestStateSealer needs at least one key');
   }
 
   seal(state: unknown, method: string, target: string): string {
     const payload = Buffer.from(JSON.stringify(state ?? null)).toString('base64url');
-    return `${payload}.${this.#mac(payload, method, target)}`;
+    return `${payload}.${this.#mac(this.#keys[0]!, payload, method, target)}`;
   }
 
   /** The state, or `undefined` when the text was not sealed by us for this method and target. */
@@ -26,8 +28,15 @@ export class RequestStateSealer {
     // Compared as text, not decoded: base64url decoding is lenient (it skips junk and trailing
     // characters), so decoding first would accept MACs with anything appended.
     const given = Buffer.from(text.slice(dot + 1), 'latin1');
-    const expected = Buffer.from(this.#mac(payload, method, target), 'latin1');
-    if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { ok: false };
+    let matched = false;
+    for (const key of this.#keys) {
+      const expected = Buffer.from(this.#mac(key, payload, method, target), 'latin1');
+      if (given.length === expected.length && timingSafeEqual(given, expected)) {
+        matched = true;
+        break;
+      }
+    }
+    if (!matched) return { ok: false };
     if (!/^[A-Za-z0-9_-]*$/.test(payload)) return { ok: false };
     try {
       return { ok: true, state: JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as unknown };
@@ -36,7 +45,7 @@ export class RequestStateSealer {
     }
   }
 
-  #mac(payload: string, method: string, target: string): string {
-    return createHmac('sha256', this.#key).update(`${method}\u0000${target}\u0000${payload}`).digest('base64url');
+  #mac(key: Uint8Array, payload: string, method: string, target: string): string {
+    return createHmac('sha256', key).update(`${method}\u0000${target}\u0000${payload}`).digest('base64url');
   }
 }

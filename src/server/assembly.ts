@@ -31,8 +31,28 @@ export interface SharedState {
   readonly registry: RegistryDescriptor;
   readonly counters: ServerCountersDescriptor;
   readonly sessions: SessionStoreDescriptor | undefined;
-  /** Seals 2026-07-28 requestState: one key for every thread, so any worker can open a state. */
-  readonly stateKey: Uint8Array;
+  /**
+   * Seal 2026-07-28 requestState, newest first: the same ring in every thread, so any worker can
+   * open a state (and, given in options, every node and a restarted one).
+   */
+  readonly stateKeys: readonly Uint8Array[];
+  /** Readiness flags (`kNotReady`), written by the owning thread, read by /readyz in every thread. */
+  readonly readiness: Int32Array;
+}
+
+/** Why /readyz answers 503: bits of `SharedState.readiness[0]` (0: ready). */
+export const kNotReady = {
+  /** Shutting down: the load balancer should stop sending traffic. */
+  Draining: 1,
+  /** Cluster mode: the link to Redis is down (what needs another node would fail). */
+  ClusterDown: 2,
+} as const;
+
+/** The reason /readyz gives for a readiness word (undefined: ready). */
+export function notReadyReason(flags: number): string | undefined {
+  if (flags === 0) return undefined;
+  if ((flags & kNotReady.Draining) !== 0) return 'draining';
+  return 'cluster link down';
 }
 
 /** The tables a server owns (made in the thread that owns the server), and what other threads attach. */
@@ -44,13 +64,17 @@ export interface SharedTables {
 }
 
 /** Allocates a server's shared tables: registry, counters, legacy sessions (`maxSessions`, or none). */
-export function createSharedTables(registryOptions: RegistryOptions | undefined, maxSessions: number | undefined): SharedTables {
+export function createSharedTables(registryOptions: RegistryOptions | undefined, maxSessions: number | undefined, stateKeys?: readonly Uint8Array[]): SharedTables {
   const registry = createRegistry({ maxThreads: kMaxThreads, ...registryOptions });
   const counters = ServerCounters.create(kMaxThreads);
   const sessions = maxSessions === undefined ? undefined : SessionStore.create(maxSessions, kMaxThreads);
   return {
     registry, counters, sessions,
-    shared: { registry: registry.descriptor, counters: counters.descriptor, sessions: sessions?.descriptor, stateKey: randomBytes(32) },
+    shared: {
+      registry: registry.descriptor, counters: counters.descriptor, sessions: sessions?.descriptor,
+      stateKeys: stateKeys ?? [randomBytes(32)],
+      readiness: new Int32Array(new SharedArrayBuffer(4)),
+    },
   };
 }
 
@@ -92,7 +116,11 @@ export interface EngineInput {
   readonly toolsModule: string | undefined;
   readonly log: LogSink;
   /** Relays a client's response to the thread that asked (HTTP workers: through the supervisor). */
-  readonly forwardResponse?: ((threadId: number, response: string, scope: string) => void) | undefined;
+  readonly forwardResponse?: ((threadId: number, response: string, scope: string, node?: string) => void) | undefined;
+  /** Cluster mode: hands a cancel for a request not running on this node to the other nodes. */
+  readonly forwardCancel?: ((requestId: string | number, reason: string | undefined, scope: string) => void) | undefined;
+  /** Cluster mode: this node's id (it names the node in server→client request ids). */
+  readonly nodeId?: string | undefined;
   /** Tells the other threads that a list changed. */
   readonly broadcastListChanged?: ((kind: ListKind) => void) | undefined;
   /** Told each pool thread's id as it starts (`alive`) and once it has exited (see ToolPoolOptions.onThread). */
@@ -131,8 +159,10 @@ export function createEngine(input: EngineInput): ServingEngine {
     pool,
     streamCancelTimeoutMs: options.streamCancelTimeoutMs,
     log: input.log,
-    stateKey: shared.stateKey,
+    stateKeys: shared.stateKeys,
     forwardResponse: input.forwardResponse,
+    forwardCancel: input.forwardCancel,
+    nodeId: input.nodeId,
     broadcastListChanged: input.broadcastListChanged,
     tasks: input.tasks,
     authenticated: input.authenticated,

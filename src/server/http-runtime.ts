@@ -59,6 +59,8 @@ export async function startRuntime(input: RuntimeInput, adapter: AdapterKind): P
     metrics: options.metrics,
     cancelOnDisconnect: options.cancelOnDisconnect,
     exposeWorker: options.exposeWorker,
+    readiness: shared.readiness,
+    cluster: options.cluster !== undefined,
     allowedHostNames: loopbackHost(options.host) ? new Set([...kLoopbackHosts, ...options.allowedHosts]) : options.allowedHosts.length > 0 ? new Set(options.allowedHosts) : undefined,
   });
   const adapterOptions: AdapterOptions = {

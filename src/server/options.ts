@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { SluiceError } from '../errors.js';
 import { boolean, integer, oneOf } from '../validate.js';
@@ -6,6 +7,7 @@ import { resolveTaskLimits } from '../tasks/limits.js';
 import type { TaskLimits, TaskStore } from '../tasks/store.js';
 import type { Tool } from '../tools/define.js';
 import type { Authenticate } from '../transport/http/endpoint.js';
+import type { ClusterOptions } from '../cluster/contract.js';
 
 /** Severity of a server log line, least severe first. */
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
@@ -129,6 +131,20 @@ export interface ServerOptions {
    * (no task support is declared). See SECURITY.md, "Tasks: bounds".
    */
   tasks?: false | TasksOptions;
+  /**
+   * Cluster mode (HTTP only): several nodes behind one load balancer share cancels, answers to
+   * server→client requests, list changes (and, with the other cluster pieces, sessions and tasks)
+   * through Redis. Off by default: nothing of Redis is loaded. See docs/cluster.md.
+   */
+  cluster?: ClusterOptions;
+  /**
+   * Keys that seal 2026-07-28 `requestState`, newest first: states are sealed with the first and
+   * opened with any (so a key can be rotated in: [new, old], then [new]). Each at least 32 bytes:
+   * a Uint8Array, or a string in base64 or base64url. Give every node of a cluster the same ring.
+   * Default: a random key per process — then a restarted node, or a sibling node, refuses a
+   * retry's state (the client starts the request over).
+   */
+  requestStateKeys?: readonly (string | Uint8Array)[];
 }
 
 /** The `tasks` option of `createServer` (and of the stdio server). */
@@ -185,6 +201,18 @@ export interface ResolvedOptions {
   instructions: string | undefined;
   /** Off, or the bounds (the store, not cloneable, stays in the raw options: `taskStoreOption`). */
   tasks: false | { limits: TaskLimits };
+  /** Cluster mode, resolved (node id picked); undefined: one node alone. */
+  cluster: ResolvedCluster | undefined;
+  /** The requestState key ring (newest first); undefined: a random key per process. */
+  requestStateKeys: readonly Uint8Array[] | undefined;
+}
+
+/** `cluster` with its defaults. */
+export interface ResolvedCluster {
+  readonly redis: string;
+  readonly keyPrefix: string;
+  readonly startDegraded: boolean;
+  readonly nodeId: string;
 }
 
 /**
@@ -272,7 +300,48 @@ export function resolveOptions(options: ServerOptions): ResolvedOptions {
     serverInfo: options.serverInfo ?? { name: 'sluice', version: '0.1.0' },
     instructions: options.instructions,
     tasks: resolveTasks(options.tasks),
+    cluster: resolveCluster(options.cluster),
+    requestStateKeys: resolveStateKeys(options.requestStateKeys),
   };
+}
+
+/** Node ids appear in keys, bus messages and server→client request ids (`s<nodeId>.<thread>-<n>`): no dots or slashes. */
+const kNodeId = /^[A-Za-z0-9_-]{1,64}$/;
+
+function resolveCluster(cluster: unknown): ResolvedCluster | undefined {
+  if (cluster === undefined) return undefined;
+  if (cluster === null || typeof cluster !== 'object') throw new SluiceError('invalid_option', `cluster must be { redis, keyPrefix?, startDegraded?, nodeId? }, got ${String(cluster)}`);
+  const { redis, keyPrefix, startDegraded, nodeId } = cluster as Record<string, unknown>;
+  if (typeof redis !== 'string' || !/^rediss?:\/\/[^\s]+$/.test(redis)) throw new SluiceError('invalid_option', `cluster.redis must be a redis:// or rediss:// URL, got ${JSON.stringify(redis) ?? String(redis)}`);
+  if (keyPrefix !== undefined && (typeof keyPrefix !== 'string' || !/^[\x21-\x7e]{0,64}$/.test(keyPrefix))) {
+    throw new SluiceError('invalid_option', `cluster.keyPrefix must be at most 64 printable ASCII characters without spaces, got ${JSON.stringify(keyPrefix) ?? String(keyPrefix)}`);
+  }
+  if (nodeId !== undefined && (typeof nodeId !== 'string' || !kNodeId.test(nodeId))) {
+    throw new SluiceError('invalid_option', `cluster.nodeId must be 1 to 64 of A-Z a-z 0-9 _ -, got ${JSON.stringify(nodeId) ?? String(nodeId)}`);
+  }
+  return {
+    redis,
+    keyPrefix: keyPrefix ?? 'sluice:',
+    startDegraded: boolean('cluster.startDegraded', startDegraded, false),
+    nodeId: nodeId ?? randomBytes(16).toString('base64url'),
+  };
+}
+
+/** Smallest requestState key: HMAC-SHA256 gains nothing from more, and loses from less. */
+const kMinStateKeyBytes = 32;
+
+/** The requestState key ring: each key decoded (base64/base64url strings) and at least 32 bytes. */
+export function resolveStateKeys(keys: unknown, name = 'requestStateKeys'): readonly Uint8Array[] | undefined {
+  if (keys === undefined) return undefined;
+  if (!Array.isArray(keys) || keys.length === 0) throw new SluiceError('invalid_option', `${name} must be a non-empty array of keys (newest first)`);
+  return Object.freeze(keys.map((key: unknown, i) => {
+    let bytes: Uint8Array;
+    if (key instanceof Uint8Array) bytes = new Uint8Array(key);
+    else if (typeof key === 'string' && /^[A-Za-z0-9+/_-]+={0,2}$/.test(key.trim())) bytes = new Uint8Array(Buffer.from(key.trim().replace(/-/g, '+').replace(/_/g, '/'), 'base64'));
+    else throw new SluiceError('invalid_option', `${name}[${i}] must be a Uint8Array or a base64/base64url string`);
+    if (bytes.length < kMinStateKeyBytes) throw new SluiceError('invalid_option', `${name}[${i}] must be at least ${kMinStateKeyBytes} bytes, got ${bytes.length}`);
+    return bytes;
+  }));
 }
 
 const kTaskStoreMethods = ['create', 'get', 'list', 'update', 'respond', 'cancel', 'watch', 'runnerLost', 'close'] as const;

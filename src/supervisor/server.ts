@@ -16,7 +16,7 @@ import { catalogNames } from '../catalog/catalog.js';
 import type { Catalog, CatalogNames } from '../catalog/catalog.js';
 import type { ListKind } from '../tools/context.js';
 import type { AdapterKind } from '../transport/http/adapter.js';
-import { createSharedTables, serverLog, startJanitor, toolsSource } from '../server/assembly.js';
+import { createSharedTables, kNotReady, serverLog, startJanitor, toolsSource } from '../server/assembly.js';
 import type { SharedState } from '../server/assembly.js';
 import { startRuntime } from '../server/http-runtime.js';
 import type { Runtime } from '../server/http-runtime.js';
@@ -27,6 +27,7 @@ import { TaskStoreHost } from '../tasks/remote-store.js';
 import type { TaskStore } from '../tasks/store.js';
 import { threadEntry } from '../thread-entry.js';
 import type { FromHttpWorker, HttpWorkerData, ToHttpWorker } from '../worker/messages.js';
+import type { ClusterNode } from './cluster-node.js';
 import { chooseAdapter } from './adapter-choice.js';
 import { checkPortFree, freePort } from './port.js';
 
@@ -65,10 +66,10 @@ export interface ServerHooks {
   /** Where log lines at `logLevel` or above go (default: stderr). */
   log?: LogSink;
   /**
-   * @internal Cluster sessions' test seam until the cluster link (options `cluster`) is merged:
-   * the Redis context legacy sessions go through. The link replaces it with its own context.
+   * @internal Tests only: how often (ms) a node re-checks, against Redis, the cluster sessions it
+   * cached while its invalidation subscriber was down (default 5 s).
    */
-  clusterSessions?: (RedisContext & { readonly revalidateMs?: number | undefined }) | undefined;
+  clusterSessionRevalidateMs?: number | undefined;
 }
 
 /** Creates (but does not start) a server. Options are checked here, synchronously. */
@@ -76,7 +77,7 @@ export function createServer(options: ServerOptions, hooks: ServerHooks = {}): S
   const resolved = resolveOptions(options);
   const log = serverLog(resolved.logLevel, hooks.log);
   const source = toolsSource(options.tools);
-  return new SluiceServer(resolved, source.catalog, source.module, options, log, hooks.clusterSessions);
+  return new SluiceServer(resolved, source.catalog, source.module, options, log, hooks.clusterSessionRevalidateMs);
 }
 
 class SluiceServer implements Server {
@@ -107,21 +108,23 @@ class SluiceServer implements Server {
   /** `runnerLost` calls still running (a user store may be slow): the store closes after them. */
   readonly #runnersLost = new Set<Promise<unknown>>();
   /** Cluster mode: where legacy sessions cross nodes (served to the HTTP workers over one port each). */
-  readonly #clusterSessions: ServerHooks['clusterSessions'];
+  readonly #sessionRevalidateMs: number | undefined;
   #sessionHost: SessionDirectoryHost | undefined;
+  /** Cluster mode: the link to Redis and the bus between nodes (loaded only then). */
+  #cluster: ClusterNode | undefined;
 
-  constructor(options: ResolvedOptions, catalog: Catalog | undefined, toolsModule: string | undefined, raw: ServerOptions, log: LogSink, clusterSessions?: ServerHooks['clusterSessions']) {
+  constructor(options: ResolvedOptions, catalog: Catalog | undefined, toolsModule: string | undefined, raw: ServerOptions, log: LogSink, sessionRevalidateMs?: number) {
     this.#options = options;
     this.#catalog = catalog;
     this.#toolsModule = toolsModule;
     this.#raw = raw;
     this.#log = log;
-    const tables = createSharedTables(raw.registry, options.sessions ? options.maxSessions : undefined);
+    const tables = createSharedTables(raw.registry, options.sessions ? options.maxSessions : undefined, options.requestStateKeys);
     this.registry = tables.registry;
     this.#counters = tables.counters;
     this.#sessions = tables.sessions;
     this.#shared = tables.shared;
-    this.#clusterSessions = clusterSessions;
+    this.#sessionRevalidateMs = sessionRevalidateMs;
   }
 
   get workerThreadIds(): readonly number[] {
@@ -136,11 +139,56 @@ class SluiceServer implements Server {
   notifyListChanged(kind: ListKind): void {
     this.#runtime?.engine.listChanged(kind, true);
     this.#broadcastListChanged(kind);
+    this.#cluster?.listChanged(kind);
   }
 
   /** Tells every HTTP worker (but the one it came from) that a list changed. */
   #broadcastListChanged(kind: ListKind, except?: Worker): void {
     for (const worker of this.#workers.keys()) if (worker !== except) post(worker, { type: 'listChanged', kind });
+  }
+
+  /** The task runner id of a thread: `<nodeId>/<threadId>` in cluster mode (runners of every node share one store). */
+  #runnerId(threadId: number): string {
+    const node = this.#options.cluster?.nodeId;
+    return node === undefined ? String(threadId) : `${node}/${threadId}`;
+  }
+
+  /** Cluster mode: connects to Redis (rejects with cluster_unavailable unless startDegraded). */
+  async #startCluster(): Promise<void> {
+    const cluster = this.#options.cluster;
+    if (cluster === undefined) return;
+    // Loaded here only: without `cluster` no Redis code is ever imported.
+    const { ClusterNode } = await import('./cluster-node.js');
+    this.#cluster = await ClusterNode.start({
+      cluster,
+      registry: this.registry,
+      counters: this.#counters,
+      log: this.#log,
+      readiness: this.#shared.readiness,
+      deliverAnswer: (thread, text, scope) => {
+        if (this.#runtime !== undefined && thread === mainThreadId) {
+          this.#runtime.engine.handleRelayedResponse(text, scope);
+          return true;
+        }
+        for (const [worker, id] of this.#workers) {
+          if (id !== thread) continue;
+          post(worker, { type: 'response', response: text, scope });
+          return true;
+        }
+        return false;
+      },
+      listChanged: (kind) => {
+        this.#runtime?.engine.listChanged(kind, true);
+        this.#broadcastListChanged(kind);
+      },
+    });
+  }
+
+  /** The default task store: in memory, or in cluster mode the Redis store every node shares. */
+  async #defaultTaskStore(limits: import('../tasks/store.js').TaskLimits): Promise<TaskStore> {
+    if (this.#cluster === undefined) return new MemoryTaskStore(limits);
+    const { RedisTaskStore } = await import('../cluster/task-store.js');
+    return new RedisTaskStore(this.#cluster.context, limits);
   }
 
   async listen(): Promise<ServerAddress> {
@@ -151,8 +199,14 @@ class SluiceServer implements Server {
     this.adapter = adapter;
     this.adapterDetail = choice.detail;
     this.#stopJanitor = startJanitor(this.registry, options);
-    if (options.tasks !== false) {
-      this.#taskStore = taskStoreOption(this.#raw) ?? new MemoryTaskStore(options.tasks.limits);
+    try {
+      await this.#startCluster();
+      if (options.tasks !== false) this.#taskStore = taskStoreOption(this.#raw) ?? await this.#defaultTaskStore(options.tasks.limits);
+    } catch (error) {
+      await this.close();
+      throw error;
+    }
+    if (options.tasks !== false && this.#taskStore !== undefined) {
       this.#taskHost = new TaskStoreHost(this.#taskStore);
       const store = this.#taskStore;
       if (store instanceof MemoryTaskStore) {
@@ -170,9 +224,9 @@ class SluiceServer implements Server {
       this.#sweep = setInterval(() => sessions.sweep(options.sessionIdleMs), Math.min(60_000, options.sessionIdleMs));
       this.#sweep.unref();
       // Cluster sessions: loaded only in cluster mode (no cluster code on a single node's path).
-      if (this.#clusterSessions !== undefined) {
+      if (this.#cluster !== undefined) {
         const { SessionDirectoryHost } = await import('../cluster/sessions.js');
-        this.#sessionHost = new SessionDirectoryHost(this.#clusterSessions, { store: sessions, idleMs: options.sessionIdleMs, log: this.#log, revalidateMs: this.#clusterSessions.revalidateMs });
+        this.#sessionHost = new SessionDirectoryHost(this.#cluster.context, { store: sessions, idleMs: options.sessionIdleMs, log: this.#log, revalidateMs: this.#sessionRevalidateMs });
       }
     }
     let port: number;
@@ -181,8 +235,9 @@ class SluiceServer implements Server {
         if (options.port !== 0) await checkPortFree(options.host, options.port);
         this.#runtime = await startRuntime({
           shared: this.#shared, options, catalog: this.#catalog, toolsModule: undefined, authenticate: this.#raw.authenticate, port: options.port, log: this.#log,
-          tasks: this.#taskStore === undefined || options.tasks === false ? undefined : { store: this.#taskStore, limits: options.tasks.limits, runner: String(mainThreadId) },
+          tasks: this.#taskStore === undefined || options.tasks === false ? undefined : { store: this.#taskStore, limits: options.tasks.limits, runner: this.#runnerId(mainThreadId) },
           sessionDirectory: this.#sessionHost,
+          ...(this.#cluster === undefined ? {} : this.#inProcessCluster(this.#cluster)),
         }, adapter);
       } catch (error) {
         await this.close();
@@ -225,7 +280,7 @@ class SluiceServer implements Server {
       throw error;
     }
     const threadId = worker.threadId;
-    if (channel !== undefined) this.#taskHost!.attach(channel.port1, String(threadId));
+    if (channel !== undefined) this.#taskHost!.attach(channel.port1, this.#runnerId(threadId));
     if (sessionChannel !== undefined) this.#sessionHost!.attach(sessionChannel.port1);
     this.#workers.set(worker, threadId);
     return new Promise((resolve, reject) => {
@@ -296,20 +351,40 @@ class SluiceServer implements Server {
       }
       case 'listChanged':
         this.#broadcastListChanged(message.kind, worker);
+        this.#cluster?.listChanged(message.kind);
         break;
       case 'response':
         // A client answered a request of another worker's tool: hand it over (as text).
         if (typeof message.response !== 'string') break;
+        if (message.node !== undefined) {
+          // Another node's: over the bus (a node not in cluster mode never names one).
+          this.#cluster?.answer(message.node, message.target, message.response, message.scope);
+          break;
+        }
         for (const [other, id] of this.#workers) if (id === message.target) post(other, { type: 'response', response: message.response, scope: message.scope });
         break;
+      case 'cancel':
+        this.#cluster?.cancel(message.requestId, message.reason, message.scope);
+        break;
     }
+  }
+
+  /** The in-process runtime's cluster hooks: answers, cancels and list changes go over the bus. */
+  #inProcessCluster(cluster: ClusterNode): Pick<import('../server/http-runtime.js').RuntimeInput, 'forwardResponse' | 'forwardCancel' | 'broadcastListChanged' | 'nodeId'> {
+    return {
+      nodeId: this.#options.cluster?.nodeId,
+      // One thread serves: an answer forwarded from here is always another node's.
+      forwardResponse: (thread, text, scope, node) => { if (node !== undefined) cluster.answer(node, thread, text, scope); },
+      forwardCancel: (requestId, reason, scope) => cluster.cancel(requestId, reason, scope),
+      broadcastListChanged: (kind) => cluster.listChanged(kind),
+    };
   }
 
   /** The worker is gone: its unfinished tasks fail (their clients see why instead of waiting for the TTL). */
   #runnerLost(threadId: number): void {
     const store = this.#taskStore;
     if (store === undefined) return;
-    const lost = store.runnerLost(String(threadId), 'the worker running this task exited')
+    const lost = store.runnerLost(this.#runnerId(threadId), 'the worker running this task exited')
       .catch((error: unknown) => this.#log('error', `sluice: could not fail the tasks of HTTP worker ${threadId}: ${String(error)}`))
       .finally(() => this.#runnersLost.delete(lost));
     this.#runnersLost.add(lost);
@@ -321,10 +396,21 @@ class SluiceServer implements Server {
   }
 
   async #close(): Promise<void> {
-    const grace = this.#options.shutdownGraceMs;
+    // First of all /readyz answers 503 (and initialize is refused with 503 + Retry-After): the
+    // balancer stops sending new clients here while the rest of the shutdown runs.
+    Atomics.or(this.#shared.readiness, 0, kNotReady.Draining);
+    const started = Date.now();
+    let grace = this.#options.shutdownGraceMs;
     this.#stopJanitor?.();
     if (this.#sweep !== undefined) clearInterval(this.#sweep);
     try {
+      if (this.#cluster !== undefined && this.#address !== undefined) {
+        // Cluster mode drains with the listener open: requests the balancer still sends (before it
+        // has seen /readyz) are served, until nothing runs or the grace ends; then the usual close
+        // gives what still runs the rest of the grace.
+        await this.#drain(grace);
+        grace = Math.max(0, grace - (Date.now() - started));
+      }
       if (this.#runtime !== undefined) await this.#runtime.close(grace);
       await Promise.all([...this.#workers.keys()].map((worker) => new Promise<void>((done) => {
         // Each worker closes its listen socket and connections itself (uWS aborts the process
@@ -338,9 +424,22 @@ class SluiceServer implements Server {
       if (this.#taskGauges !== undefined) clearInterval(this.#taskGauges);
       await Promise.all(this.#runnersLost);
       this.#taskHost?.close();
-      await this.#taskStore?.close();
-      await this.#sessionHost?.close();
+      try {
+        await this.#taskStore?.close();
+        await this.#sessionHost?.close();
+      } finally {
+        // The store may use the link's connection: the link goes last.
+        await this.#cluster?.close();
+      }
     }
+  }
+
+  /** Cluster mode's drain: listen streams end (their clients reconnect elsewhere), then waits for no request in flight, at most `graceMs`. */
+  async #drain(graceMs: number): Promise<void> {
+    this.#runtime?.engine.closeListeners();
+    for (const worker of this.#workers.keys()) post(worker, { type: 'drain' });
+    const deadline = Date.now() + graceMs;
+    while (Date.now() < deadline && this.registry.counters().inFlight > 0) await new Promise((r) => setTimeout(r, 20));
   }
 }
 

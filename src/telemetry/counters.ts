@@ -28,15 +28,31 @@ export const Counter = {
   TasksStored: 12,
   /** Gauge (the supervisor's block): bytes of results and input the node's store holds. */
   TaskBytes: 13,
+  /** Gauge (the supervisor's block): 1 while the cluster link to Redis is up, else 0. */
+  ClusterUp: 14,
+  /** Cluster link state changes (up → down, down → up). */
+  ClusterLinkChanges: 15,
+  /** Messages this node published on the cluster bus. */
+  ClusterSent: 16,
+  /** Messages from other nodes received on the cluster bus. */
+  ClusterReceived: 17,
+  /** Messages not published because the link was down. */
+  ClusterDropped: 18,
+  /** Requests that needed another node and could not reach it (link down). */
+  ClusterCrossNodeFailures: 19,
+  /** Cross-node cancels not published because their scope spent its rate (100/s). */
+  ClusterCancelsLimited: 20,
+  /** Cross-node messages refused by their bounds (too large, malformed). */
+  ClusterRefused: 21,
   /** Cluster mode: presented sessions this node lacked that Redis could not be asked about (503, not 404). */
-  ClusterSessionLookupsFailed: 14,
+  ClusterSessionLookupsFailed: 22,
   /** Cluster mode: initialize, logging/setLevel and DELETE refused (503) because Redis could not take the change. */
-  ClusterSessionWritesFailed: 15,
+  ClusterSessionWritesFailed: 23,
 } as const;
 export type Counter = (typeof Counter)[keyof typeof Counter];
-const kCount = 16;
+const kCount = 24;
 /** Counters that are gauges: a dead thread's value is zeroed, since what it held went with it. */
-const kGauges: readonly Counter[] = [Counter.StreamBufferedBytes, Counter.TasksStored, Counter.TaskBytes];
+const kGauges: readonly Counter[] = [Counter.StreamBufferedBytes, Counter.TasksStored, Counter.TaskBytes, Counter.ClusterUp];
 
 export interface ServerCountersDescriptor {
   readonly kind: 'sluice/counters';
@@ -90,8 +106,11 @@ export class ServerCounters {
   }
 }
 
-/** Prometheus text exposition (format 0.0.4) of the node-wide counters. */
-export function prometheusText(registry: RegistryCounters, server: ServerCounters): string {
+/**
+ * Prometheus text exposition (format 0.0.4) of the node-wide counters. The `sluice_cluster_*`
+ * series appear only in cluster mode (a single node's output is as before).
+ */
+export function prometheusText(registry: RegistryCounters, server: ServerCounters, cluster = false): string {
   const lines: string[] = [];
   const metric = (name: string, type: 'counter' | 'gauge', help: string, value: number) => {
     lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, `${name} ${value}`);
@@ -120,5 +139,15 @@ export function prometheusText(registry: RegistryCounters, server: ServerCounter
   metric('sluice_cluster_session_lookups_failed_total', 'counter', 'Cluster mode: requests of a session this node lacked, refused with 503 because Redis could not be asked.', server.sum(Counter.ClusterSessionLookupsFailed));
   metric('sluice_cluster_session_writes_failed_total', 'counter', 'Cluster mode: initialize, logging/setLevel and DELETE refused with 503 because Redis could not take the change.', server.sum(Counter.ClusterSessionWritesFailed));
   metric('sluice_slow_readers_closed_total', 'counter', 'Connections closed because their reader could not take the final response in time.', server.sum(Counter.SlowReadersClosed));
+  if (cluster) {
+    metric('sluice_cluster_up', 'gauge', 'Whether this node\'s link to Redis is up (1) or down (0).', server.sum(Counter.ClusterUp));
+    metric('sluice_cluster_link_changes_total', 'counter', 'Cluster link state changes (up to down and back).', server.sum(Counter.ClusterLinkChanges));
+    metric('sluice_cluster_messages_sent_total', 'counter', 'Messages this node published to the other nodes.', server.sum(Counter.ClusterSent));
+    metric('sluice_cluster_messages_received_total', 'counter', 'Messages received from other nodes.', server.sum(Counter.ClusterReceived));
+    metric('sluice_cluster_messages_dropped_total', 'counter', 'Messages not published because the link was down.', server.sum(Counter.ClusterDropped));
+    metric('sluice_cluster_cross_node_failures_total', 'counter', 'Requests that needed another node and could not reach it.', server.sum(Counter.ClusterCrossNodeFailures));
+    metric('sluice_cluster_cancels_limited_total', 'counter', 'Cross-node cancels dropped by the per-scope rate (100/s).', server.sum(Counter.ClusterCancelsLimited));
+    metric('sluice_cluster_messages_refused_total', 'counter', 'Messages between nodes refused by their bounds (too large, malformed).', server.sum(Counter.ClusterRefused));
+  }
   return `${lines.join('\n')}\n`;
 }

@@ -45,7 +45,10 @@ export async function runHttpWorker(): Promise<void> {
   const log = filterLog(data.options.logLevel, (level, message) => send({ type: 'log', level, message }));
   // Tasks live in the supervisor: this thread reads and writes them over its port.
   const taskClient = data.tasks === undefined ? undefined : new TaskStoreClient(data.tasks);
-  const tasks = taskClient === undefined || data.options.tasks === false ? undefined : { store: taskClient, limits: data.options.tasks.limits, runner: String(threadId) };
+  // Cluster mode: a runner names its node too, so a node's tasks can be failed when it is lost.
+  const nodeId = data.options.cluster?.nodeId;
+  const runner = nodeId === undefined ? String(threadId) : `${nodeId}/${threadId}`;
+  const tasks = taskClient === undefined || data.options.tasks === false ? undefined : { store: taskClient, limits: data.options.tasks.limits, runner };
   // Cluster mode only: the session directory's client (no Redis code; loaded only when asked for).
   const sessionClient = data.sessionDirectory === undefined
     ? undefined
@@ -61,7 +64,10 @@ export async function runHttpWorker(): Promise<void> {
       authenticate,
       port: data.port,
       log,
-      forwardResponse: (target, response, scope) => send({ type: 'response', target, response, scope }),
+      forwardResponse: (target, response, scope, node) => send({ type: 'response', target, response, scope, node }),
+      // Only in cluster mode: a single node has nowhere else to send a cancel that missed.
+      forwardCancel: nodeId === undefined ? undefined : (requestId, reason, scope) => send({ type: 'cancel', requestId, reason, scope }),
+      nodeId,
       broadcastListChanged: (kind) => send({ type: 'listChanged', kind }),
       onPoolThread: (poolThreadId, alive) => send({ type: 'poolThread', threadId: poolThreadId, alive }),
       tasks,
@@ -87,6 +93,9 @@ export async function runHttpWorker(): Promise<void> {
           return;
         case 'listChanged':
           runtime.engine.listChanged(message.kind, true);
+          return;
+        case 'drain':
+          runtime.engine.closeListeners();
           return;
         case 'close':
           void runtime.close(message.graceMs).finally(async () => {

@@ -29,8 +29,13 @@ export type ToHttpWorker =
   | { readonly type: 'close'; readonly graceMs: number }
   /** A client's answer to a request this worker's tool sent (it arrived at another worker). */
   | { readonly type: 'response'; readonly response: string; readonly scope: string }
-  /** A list changed (on another thread, or through Server.notifyListChanged). */
-  | { readonly type: 'listChanged'; readonly kind: ListKind };
+  /** A list changed (on another thread or node, or through Server.notifyListChanged). */
+  | { readonly type: 'listChanged'; readonly kind: ListKind }
+  /**
+   * Shutdown has begun and the server drains (cluster mode): /readyz already says 503 (shared
+   * flag); listen streams end now so their clients reconnect to another node.
+   */
+  | { readonly type: 'drain' };
 
 /** Messages from an HTTP worker to the supervisor. */
 export type FromHttpWorker =
@@ -41,7 +46,10 @@ export type FromHttpWorker =
   | { readonly type: 'event'; readonly channel: string; readonly message: unknown }
   | { readonly type: 'log'; readonly level: LogLevel; readonly message: string }
   | { readonly type: 'closed' }
-  | { readonly type: 'response'; readonly target: number; readonly response: string; readonly scope: string }
+  /** A client's answer for thread `target` (of node `node` when it is another node's, cluster mode). */
+  | { readonly type: 'response'; readonly target: number; readonly response: string; readonly scope: string; readonly node?: string | undefined }
+  /** Cluster mode: a legacy cancel for a request not running on this node, for the other nodes. */
+  | { readonly type: 'cancel'; readonly requestId: string | number; readonly reason?: string | undefined; readonly scope: string }
   | { readonly type: 'listChanged'; readonly kind: ListKind }
   /**
    * A pool thread of this worker started (`alive`) or exited. Pool threads die with their HTTP

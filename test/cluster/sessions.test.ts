@@ -2,9 +2,7 @@
 // own port) sharing one real redis-server. A session created on one node is valid on the other,
 // bound to its principal, ended everywhere by DELETE, expiring everywhere when idle; Redis lost:
 // cached sessions keep working, what needs Redis is a 503 (never a 404).
-//
-// Until the cluster link (options `cluster`) is merged, the nodes get their Redis context through
-// the internal `clusterSessions` hook of createServer (a test seam).
+// Each node is started with the `cluster` option (its own link to the test's redis-server).
 import { request as httpRequest, createServer as createHttpServer } from 'node:http';
 import type { IncomingMessage, Server as HttpServer } from 'node:http';
 import { randomBytes } from 'node:crypto';
@@ -49,9 +47,12 @@ function connection(): Redis {
 async function node(name: string, prefix: string, options: Partial<ServerOptions> = {}): Promise<Node> {
   const conn = connection();
   const logs: string[] = [];
-  const server = createServer({ tools: kTools, port: 0, workers: 2, exposeWorker: true, janitor: false, metrics: true, shutdownGraceMs: 200, ...options }, {
+  const server = createServer({
+    tools: kTools, port: 0, workers: 2, exposeWorker: true, janitor: false, metrics: true, shutdownGraceMs: 200,
+    cluster: { redis: redis.url, keyPrefix: prefix, nodeId: name }, ...options,
+  }, {
     log: (level, message) => { logs.push(`${level} ${message}`); },
-    clusterSessions: { redis: conn, keyPrefix: prefix, nodeId: name, revalidateMs: 500 },
+    clusterSessionRevalidateMs: 500,
   });
   onCleanup(async () => {
     try {

@@ -227,21 +227,12 @@ const kSluiceScenarios: Record<SluiceErrorCode, () => Promise<string> | string> 
       await store.close();
     }
   },
-  // Cluster mode: the Redis the task store uses is killed (a real redis-server, no mock).
+  // Cluster mode with no Redis listening where it is told to look (a free port nothing holds).
   cluster_unavailable: async () => {
-    const redis = await startRedis();
-    const connection = new Redis(redis.url, { enableOfflineQueue: false, lazyConnect: true, retryStrategy: () => 100 });
-    connection.on('error', () => {});
-    await connection.connect();
-    const store = new RedisTaskStore({ redis: connection, keyPrefix: 'codes:', nodeId: 'A' }, undefined, { commandTimeoutMs: 500 });
-    try {
-      await redis.kill();
-      return await codeOf(store.get('t', 'session:a'));
-    } finally {
-      await store.close();
-      connection.disconnect();
-      await redis.stop();
-    }
+    const port = await new Promise<number>((resolve) => {
+      const probe = createNetServer().listen(0, '127.0.0.1', () => { const p = (probe.address() as AddressInfo).port; probe.close(() => resolve(p)); });
+    });
+    return codeOf(createServer({ tools: [], port: 0, tasks: false, cluster: { redis: `redis://127.0.0.1:${port}` } }, { log: () => {} }).listen());
   },
 };
 

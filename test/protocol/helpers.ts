@@ -110,7 +110,7 @@ export function makeEngine(options: { registry?: RegistryOptions; streamCancelTi
     serverInfo: { name: 'engine-test', version: '1.0.0' },
     streamCancelTimeoutMs: options.streamCancelTimeoutMs ?? 60_000,
     log: (level, message) => { logs.push(`${level} ${message}`); },
-    stateKey: new Uint8Array(32).fill(7),
+    stateKeys: [new Uint8Array(32).fill(7)],
   };
   return { engine: new Engine(config), logs, config };
 }

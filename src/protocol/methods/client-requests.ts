@@ -12,22 +12,31 @@ interface Pending {
   readonly scope: string;
 }
 
+/** `s<threadId>-<n>`, or in cluster mode `s<nodeId>.<threadId>-<n>` (node ids have no dot). */
+const kIdPattern = /^s(?:([A-Za-z0-9_-]{1,64})\.)?(\d+)-\d+$/;
+
 /**
  * Requests this thread sends clients (legacy era, on a request's stream) and the answers to them.
- * Ids name this thread, `s<threadId>-<n>`, so an answer POSTed to another worker finds its way here.
+ * Ids name this thread, `s<threadId>-<n>`, so an answer POSTed to another worker finds its way here;
+ * in cluster mode they name the node too, `s<nodeId>.<threadId>-<n>`, so an answer POSTed to
+ * another node does.
  */
 export class ClientRequests {
   readonly #pending = new Map<string, Pending>();
   readonly #forward: EngineConfig['forwardResponse'];
+  readonly #node: string | undefined;
+  readonly #prefix: string;
   #next = 0;
 
-  constructor(forward: EngineConfig['forwardResponse']) {
+  constructor(forward: EngineConfig['forwardResponse'], nodeId?: string) {
     this.#forward = forward;
+    this.#node = nodeId;
+    this.#prefix = nodeId === undefined ? `s${threadId}-` : `s${nodeId}.${threadId}-`;
   }
 
   /** Sends a request to the client of `run` (on its stream) and waits for the response. */
   send(run: Run, method: string, params: Record<string, unknown>): Promise<unknown> {
-    const id = `s${threadId}-${++this.#next}`;
+    const id = `${this.#prefix}${++this.#next}`;
     return new Promise((resolve, reject) => {
       this.#pending.set(id, { resolve, reject, scope: run.info.scope });
       run.awaitAnswer(id);
@@ -50,10 +59,14 @@ export class ClientRequests {
   answer(response: ClientResponse, scope: string): void {
     const id = response.id;
     if (typeof id !== 'string') return;
-    const m = /^s(\d+)-\d+$/.exec(id);
+    const m = kIdPattern.exec(id);
     if (m === null) return;
-    const owner = Number(m[1]);
-    if (owner !== threadId) {
+    // An id naming a node while this one is not in cluster mode (or none while it is) was never ours.
+    const node = m[1];
+    if ((node === undefined) !== (this.#node === undefined)) return;
+    const owner = Number(m[2]);
+    const elsewhere = node !== undefined && node !== this.#node;
+    if (owner !== threadId || elsewhere) {
       // Relayed as bounded JSON text: a hostile answer (say, arrays nested thousands deep) must not
       // become a structured clone another thread fails to handle.
       let text: string;
@@ -62,7 +75,7 @@ export class ClientRequests {
       } catch {
         return; // too deep to serialise: dropped, as any malformed answer is
       }
-      if (text.length <= kMaxRelayedResponse) this.#forward?.(owner, text, scope);
+      if (text.length <= kMaxRelayedResponse) this.#forward?.(owner, text, scope, elsewhere ? node : undefined);
       return;
     }
     const pending = this.#pending.get(id);

@@ -61,6 +61,13 @@ export interface HttpEndpointOptions {
    * gets 403. The server sets it to the loopback names when it binds to loopback.
    */
   readonly allowedHostNames: ReadonlySet<string> | undefined;
+  /**
+   * The server's readiness word (shared memory, written by the supervisor; 0: ready): /readyz
+   * reads it, and while it says draining, initialize is refused with 503 + Retry-After.
+   */
+  readonly readiness?: Int32Array | undefined;
+  /** Cluster mode is on (/metrics then includes the sluice_cluster_* series). */
+  readonly cluster?: boolean | undefined;
 }
 
 type Headers = readonly (readonly [string, string])[];
@@ -70,7 +77,11 @@ const kBusy: Headers = [['retry-after', '1'], ['content-type', 'application/json
 const kAllow: Headers = [['allow', 'POST, DELETE']];
 const kAllowPost: Headers = [['allow', 'POST']];
 const kMetricsType: Headers = [['content-type', 'text/plain; version=0.0.4']];
-
+const kText: Headers = [['content-type', 'text/plain'], ['cache-control', 'no-store']];
+/** The whole shared word is this bit while shutting down (server/assembly.ts kNotReady.Draining). */
+const kDraining = 1;
+/** initialize while draining: come back in a second (the balancer will have sent you elsewhere). */
+const kDrainingRefusal = Object.freeze(new RetryLater(-32000, 'server shutting down: open the session on another node', undefined, 503));
 /**
  * MCP Streamable HTTP for both eras, over any adapter: it routes, and writes what the rules
  * decide. Header rules (headers.ts, cors.ts), who the client is (client.ts), legacy sessions
@@ -110,13 +121,16 @@ export class HttpEndpoint {
   }
 
   handle(ex: Exchange): void {
+    // Probes first and outside the endpoint's rules: balancers and kubelets send no Origin, any
+    // Host, no credentials. They reveal one word and cost one shared-memory read.
+    if (ex.method === 'GET' && (ex.path === '/healthz' || ex.path === '/readyz')) return this.#probe(ex);
     const refused = this.#rules.check(ex);
     if (refused !== undefined) return this.#fail(ex, null, refused);
     if (ex.path !== this.#o.path) {
       // After the Host and Origin checks: metrics are no more open to a rebinding page than MCP is.
       if (ex.path === '/metrics' && this.#o.metrics && ex.method === 'GET') {
         const { registry, counters } = this.#engine.config;
-        ex.respond(200, kMetricsType, prometheusText(registry.counters(), counters));
+        ex.respond(200, kMetricsType, prometheusText(registry.counters(), counters, this.#o.cluster === true));
         return;
       }
       ex.respond(404, [['content-type', 'text/plain'], ...this.#headers.extra(ex)], 'not found');
@@ -140,6 +154,14 @@ export class HttpEndpoint {
     }
   }
 
+  /** GET /healthz: 200 while the process serves. GET /readyz: 200, or 503 and why (draining, cluster link down). */
+  #probe(ex: Exchange): void {
+    if (ex.path === '/healthz') return ex.respond(200, kText, 'ok');
+    const flags = this.#o.readiness === undefined ? 0 : Atomics.load(this.#o.readiness, 0);
+    if (flags === 0) return ex.respond(200, kText, 'ready');
+    ex.respond(503, kText, (flags & kDraining) !== 0 ? 'draining' : 'cluster link down');
+  }
+
   async #post(ex: Exchange): Promise<void> {
     const canStream = this.#rules.negotiate(ex);
     if (canStream instanceof ProtocolError) return this.#fail(ex, null, canStream);
@@ -151,6 +173,10 @@ export class HttpEndpoint {
     if (body === undefined || body === 'too_large') return;
     const message = this.#message(ex, body);
     if (message === undefined) return;
+    // Draining: no new session here; requests of open ones are still served through the grace.
+    if (message.kind === 'request' && message.method === 'initialize' && this.#o.readiness !== undefined && (Atomics.load(this.#o.readiness, 0) & kDraining) !== 0) {
+      return this.#fail(ex, message.id, kDrainingRefusal);
+    }
     const edge = new HttpEdge(ex, this.#clients, this.#sessions, principal);
     let info = requestInfo(message, edge);
     const id: JsonRpcId | null = message.kind === 'request' ? message.id : null;

@@ -1,0 +1,148 @@
+/**
+ * The supervisor's side of cluster mode: the link to Redis, and what crosses nodes over its bus —
+ * legacy cancels for requests not running here, answers to another node's server→client requests,
+ * list changes. Loaded with `await import()` only when `cluster` is set: a single node never loads
+ * Redis code.
+ *
+ * Cancels are fanned out, not looked up: a directory of in-flight requests would cost a Redis write
+ * per request (and a delete), while a cancel is rare; fan-out costs nothing until a cancel misses
+ * locally, and each node applies it with the same scope check as a local cancel.
+ */
+import { ClusterLink } from '../cluster/link.js';
+import type { BusMessage } from '../cluster/codec.js';
+import type { RedisContext } from '../cluster/contract.js';
+import type { Registry } from '../registry/index.js';
+import { validRequestId } from '../registry/index.js';
+import { kNotReady } from '../server/assembly.js';
+import type { LogSink, ResolvedCluster } from '../server/options.js';
+import { Counter } from '../telemetry/counters.js';
+import type { ServerCounters } from '../telemetry/counters.js';
+import type { ListKind } from '../tools/context.js';
+
+/** Cross-node cancels one scope may publish per second from one node (and its burst). */
+export const kCancelsPerSecond = 100;
+/** Scopes whose cancel rate is tracked at once; past it, idle ones are forgotten, then new ones refused. */
+const kMaxTrackedScopes = 10_000;
+
+export interface ClusterNodeDeps {
+  readonly cluster: ResolvedCluster;
+  readonly registry: Registry;
+  /** The supervisor's counters (its own block). */
+  readonly counters: ServerCounters;
+  readonly log: LogSink;
+  /** The shared readiness word /readyz reads. */
+  readonly readiness: Int32Array;
+  /** Hands another node's relayed answer to this node's thread `thread` (false: no such thread). */
+  deliverAnswer(thread: number, text: string, scope: string): boolean;
+  /** Another node's list changed: tell every thread here. */
+  listChanged(kind: ListKind): void;
+}
+
+interface Bucket {
+  tokens: number;
+  at: number;
+}
+
+export class ClusterNode {
+  readonly link: ClusterLink;
+  readonly #deps: ClusterNodeDeps;
+  readonly #buckets = new Map<string, Bucket>();
+
+  static async start(deps: ClusterNodeDeps): Promise<ClusterNode> {
+    const node = new ClusterNode(deps);
+    try {
+      await node.link.connect(deps.cluster.startDegraded);
+    } catch (error) {
+      Atomics.and(deps.readiness, 0, ~kNotReady.ClusterDown);
+      throw error;
+    }
+    if (!node.link.up) deps.log('warn', `sluice: cluster: started degraded, Redis not reachable yet (node ${deps.cluster.nodeId}); /readyz answers 503 until it is`);
+    return node;
+  }
+
+  private constructor(deps: ClusterNodeDeps) {
+    this.#deps = deps;
+    const { cluster, counters, log, readiness } = deps;
+    // Not ready until the link is up: /readyz says so, the balancer sends traffic elsewhere.
+    Atomics.or(readiness, 0, kNotReady.ClusterDown);
+    this.link = new ClusterLink({ redis: cluster.redis, keyPrefix: cluster.keyPrefix, nodeId: cluster.nodeId, log, counters });
+    this.link.onState((up) => {
+      if (up) Atomics.and(readiness, 0, ~kNotReady.ClusterDown);
+      else Atomics.or(readiness, 0, kNotReady.ClusterDown);
+    });
+    this.link.onMessage((message) => this.#receive(message));
+  }
+
+  get context(): RedisContext {
+    return this.link.context;
+  }
+
+  /**
+   * A cancel no thread here had in flight: to the other nodes, at most kCancelsPerSecond per scope
+   * (a client sending a thousand ids must not turn into a thousand messages to every node).
+   */
+  cancel(requestId: string | number, reason: string | undefined, scope: string): void {
+    const { counters } = this.#deps;
+    if (!this.#take(scope)) {
+      counters.add(Counter.ClusterCancelsLimited);
+      return;
+    }
+    if (!this.link.publish({ k: 'c', s: scope, i: requestId, r: reason })) counters.add(Counter.ClusterCrossNodeFailures);
+  }
+
+  /** A client's answer to node `node`'s request, POSTed here: relayed to that node. */
+  answer(node: string, thread: number, text: string, scope: string): void {
+    if (!this.link.publish({ k: 'a', n: node, t: thread, s: scope, x: text })) this.#deps.counters.add(Counter.ClusterCrossNodeFailures);
+  }
+
+  /** A list changed on this node: to the other nodes' listen streams. */
+  listChanged(kind: ListKind): void {
+    this.link.publish({ k: 'l', l: kind });
+  }
+
+  async close(): Promise<void> {
+    await this.link.close();
+  }
+
+  #receive(message: BusMessage): void {
+    const { registry, log, counters } = this.#deps;
+    switch (message.k) {
+      case 'c': {
+        // The same rule as a local cancel: in flight in the sender's own scope, or nothing.
+        if (!validRequestId(message.i) || !registry.inFlight(message.i, message.s)) return;
+        const result = registry.cancel(message.i, message.r, message.s);
+        if (!result.ok) log('warn', `sluice: cancellation (from node ${message.f}) refused for scope ${JSON.stringify(message.s)}: ${result.error}`);
+        return;
+      }
+      case 'a':
+        if (message.n !== this.#deps.cluster.nodeId) return;
+        if (!this.#deps.deliverAnswer(message.t, message.x, message.s)) counters.add(Counter.ClusterRefused);
+        return;
+      case 'l':
+        this.#deps.listChanged(message.l);
+    }
+  }
+
+  /** Token bucket per scope: refills kCancelsPerSecond a second, holds at most that many. */
+  #take(scope: string): boolean {
+    const now = performance.now();
+    let bucket = this.#buckets.get(scope);
+    if (bucket === undefined) {
+      if (this.#buckets.size >= kMaxTrackedScopes) this.#forgetIdle(now);
+      if (this.#buckets.size >= kMaxTrackedScopes) return false;
+      bucket = { tokens: kCancelsPerSecond, at: now };
+      this.#buckets.set(scope, bucket);
+    } else {
+      bucket.tokens = Math.min(kCancelsPerSecond, bucket.tokens + ((now - bucket.at) / 1000) * kCancelsPerSecond);
+      bucket.at = now;
+    }
+    if (bucket.tokens < 1) return false;
+    bucket.tokens -= 1;
+    return true;
+  }
+
+  /** Drops the buckets that have refilled (idle a second or more): they would start full anyway. */
+  #forgetIdle(now: number): void {
+    for (const [scope, bucket] of this.#buckets) if (now - bucket.at >= 1000) this.#buckets.delete(scope);
+  }
+}
