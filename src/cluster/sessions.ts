@@ -77,7 +77,8 @@ export class RedisSessionDirectory {
     this.#nodeId = ctx.nodeId;
     this.#channel = `${ctx.keyPrefix}sessions`;
     this.#ttlMs = ttlMs;
-    const sub = this.#subscriber = ctx.redis.duplicate();
+    // A subscriber queues its SUBSCRIBE until connected (the command connection may refuse offline commands).
+    const sub = this.#subscriber = ctx.redis.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null, autoResubscribe: true });
     sub.on('message', (channel: string, message: string) => {
       if (channel !== this.#channel) return;
       const space = message.indexOf(' ');

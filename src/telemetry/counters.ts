@@ -136,8 +136,6 @@ export function prometheusText(registry: RegistryCounters, server: ServerCounter
   metric('sluice_task_polls_refused_total', 'counter', 'tasks/get refused for polling faster than the poll interval allows.', server.sum(Counter.TaskPollsRefused));
   metric('sluice_tasks_stored', 'gauge', 'Tasks the node\'s task store holds (finished ones until they expire); the default store reports it.', server.sum(Counter.TasksStored));
   metric('sluice_task_stored_bytes', 'gauge', 'Bytes of task results and input the node\'s task store holds; the default store reports it.', server.sum(Counter.TaskBytes));
-  metric('sluice_cluster_session_lookups_failed_total', 'counter', 'Cluster mode: requests of a session this node lacked, refused with 503 because Redis could not be asked.', server.sum(Counter.ClusterSessionLookupsFailed));
-  metric('sluice_cluster_session_writes_failed_total', 'counter', 'Cluster mode: initialize, logging/setLevel and DELETE refused with 503 because Redis could not take the change.', server.sum(Counter.ClusterSessionWritesFailed));
   metric('sluice_slow_readers_closed_total', 'counter', 'Connections closed because their reader could not take the final response in time.', server.sum(Counter.SlowReadersClosed));
   if (cluster) {
     metric('sluice_cluster_up', 'gauge', 'Whether this node\'s link to Redis is up (1) or down (0).', server.sum(Counter.ClusterUp));
@@ -147,6 +145,8 @@ export function prometheusText(registry: RegistryCounters, server: ServerCounter
     metric('sluice_cluster_messages_dropped_total', 'counter', 'Messages not published because the link was down.', server.sum(Counter.ClusterDropped));
     metric('sluice_cluster_cross_node_failures_total', 'counter', 'Requests that needed another node and could not reach it.', server.sum(Counter.ClusterCrossNodeFailures));
     metric('sluice_cluster_cancels_limited_total', 'counter', 'Cross-node cancels dropped by the per-scope rate (100/s).', server.sum(Counter.ClusterCancelsLimited));
+    metric('sluice_cluster_session_lookups_failed_total', 'counter', 'Requests of a session this node lacked, refused with 503 because Redis could not be asked.', server.sum(Counter.ClusterSessionLookupsFailed));
+    metric('sluice_cluster_session_writes_failed_total', 'counter', 'initialize, logging/setLevel and DELETE refused with 503 because Redis could not take the change.', server.sum(Counter.ClusterSessionWritesFailed));
     metric('sluice_cluster_messages_refused_total', 'counter', 'Messages between nodes refused by their bounds (too large, malformed).', server.sum(Counter.ClusterRefused));
   }
   return `${lines.join('\n')}\n`;
