@@ -96,7 +96,15 @@ export interface RoundRobinProxy {
   readonly url: string;
   /** The target port of each request, in arrival order (`METHOD port`). */
   readonly served: string[];
+  /** Each request as it went: HTTP method, target port, and its body (filled as it streams through). */
+  readonly requests: ProxiedRequest[];
   close(): Promise<void>;
+}
+
+export interface ProxiedRequest {
+  readonly method: string;
+  readonly port: number;
+  body: string;
 }
 
 /**
@@ -107,10 +115,15 @@ export interface RoundRobinProxy {
 export async function roundRobinProxy(targets: readonly string[]): Promise<RoundRobinProxy> {
   const urls = targets.map((t) => new URL(t));
   const served: string[] = [];
+  const requests: ProxiedRequest[] = [];
   let turn = 0;
   const proxy = createHttpServer((req, res) => {
     const target = urls[turn++ % urls.length]!;
     served.push(`${req.method} ${target.port}`);
+    const seen: ProxiedRequest = { method: req.method ?? '', port: Number(target.port), body: '' };
+    requests.push(seen);
+    // Watched on the side (the pipe below streams it on as it comes).
+    req.on('data', (chunk: Buffer) => { if (seen.body.length < 64 * 1024) seen.body += chunk.toString('utf8'); });
     const upstream = request({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers, agent: false }, (up) => {
       res.writeHead(up.statusCode ?? 502, up.headers);
       up.pipe(res);
@@ -125,6 +138,7 @@ export async function roundRobinProxy(targets: readonly string[]): Promise<Round
   return {
     url: `http://127.0.0.1:${port}/mcp`,
     served,
+    requests,
     close: () => new Promise<void>((r) => { proxy.closeAllConnections(); proxy.close(() => r()); }),
   };
 }
