@@ -2,8 +2,8 @@
 // test/cluster/node-process.mjs on dist/): its task turns `failed` on the surviving node within a
 // bound, its legacy sessions stay usable there, and nothing under the cluster's prefix is left in
 // Redis without an expiry. Redis killed and restarted under two nodes: what needs the other node
-// fails visibly (503, counted in /metrics), what one node can do alone keeps working, and after the
-// restart full service is back without restarting a node.
+// fails visibly (503, -32603 for tasks, counted in /metrics), what one node can do alone keeps
+// working, and after the restart full service is back without restarting a node.
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cleanupAfterEach } from '../helpers/cleanup.js';
@@ -117,6 +117,7 @@ describe('a node SIGKILLed mid-task', () => {
 });
 
 describe('Redis killed and restarted under two nodes', () => {
+  /** Sent as a real client would; these tools have no authenticate hook, so scopes are sessions. */
   const kAlice = { 'x-api-key': 'key-a' };
 
   /** A block call of `session` on `at`, its record file, and its stream. */
@@ -140,7 +141,7 @@ describe('Redis killed and restarted under two nodes', () => {
 
   it('what needs the other node fails visibly and is counted, local work goes on, and full service resumes after the restart', { timeout: 60_000 }, async () => {
     const keyPrefix = prefix();
-    const [a, b] = await Promise.all(['A', 'B'].map((nodeId) => startNode(redis.url, { workers: 1 }, { keyPrefix, nodeId })));
+    const [a, b] = await Promise.all(['A', 'B'].map((nodeId) => startNode(redis.url, { tools: new URL('./cluster-task-tools.mjs', import.meta.url), workers: 1, tasks: {} }, { keyPrefix, nodeId })));
     onCleanup(() => Promise.all([a!.close(), b!.close()]));
 
     // Before: a session made on A works on B, and a cancel POSTed to B reaches A's tool.
@@ -148,6 +149,9 @@ describe('Redis killed and restarted under two nodes', () => {
     expect((await echo(b!.url, cached, 'b', kAlice)).text).toBe('b');
     expect(await cancelAcross(a!, b!, cached, 'before')).toMatch(/reason=via other node$/);
     const unseen = (await initialize(a!.url, kAlice)).session!;
+    const made = await modernTask(a!.url, 'tools/call', { name: 'sleepy', arguments: { ms: 100 } });
+    expect(made.message.result, JSON.stringify(made)).toMatchObject({ resultType: 'task' });
+    const taskId = String((made.message.result as { taskId: string }).taskId);
     const failuresBefore = await metric(b!, 'sluice_cluster_cross_node_failures_total');
     const lookupsBefore = await metric(b!, 'sluice_cluster_session_lookups_failed_total');
 
@@ -172,6 +176,11 @@ describe('Redis killed and restarted under two nodes', () => {
       expect(miss.headers['retry-after']).toBe('1');
       expect((await initialize(a!.url, kAlice)).status).toBe(503);
       expect(await metric(b!, 'sluice_cluster_session_lookups_failed_total')).toBeGreaterThan(lookupsBefore);
+      // The task store lives in Redis: reading a task is an error, never a wrong answer.
+      const task = await modernTask(b!.url, 'tasks/get', { taskId });
+      expect(task.message.error, JSON.stringify(task)).toMatchObject({ code: -32603 });
+      const created = await modernTask(a!.url, 'tools/call', { name: 'sleepy', arguments: { ms: 100 } });
+      expect(created.message.error, JSON.stringify(created)).toMatchObject({ code: -32603 });
       const { record, stream } = blockCall(a!, cached, 'stranded', 20_000);
       await until(() => recorded(record).some((l) => l.startsWith('started ')), 10_000, 'the stranded call to start');
       expect((await post(b!.url, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'stranded' } }, sessionHeaders(cached, kAlice))).status).toBe(202);
@@ -196,6 +205,10 @@ describe('Redis killed and restarted under two nodes', () => {
     }, 10_000, 'initialize to work again');
     expect(await echo(b!.url, fresh, 'after restart', kAlice)).toEqual({ status: 200, text: 'after restart' });
     expect(await cancelAcross(a!, b!, fresh, 'after')).toMatch(/reason=via other node$/);
+    const again = await modernTask(a!.url, 'tools/call', { name: 'sleepy', arguments: { ms: 100 } });
+    expect(again.message.result, JSON.stringify(again)).toMatchObject({ resultType: 'task' });
+    const againId = String((again.message.result as { taskId: string }).taskId);
+    expect((await modernTask(b!.url, 'tasks/get', { taskId: againId })).message.result).toMatchObject({ taskId: againId });
     expect(await metric(a!, 'sluice_cluster_up')).toBe(1);
   });
 });
