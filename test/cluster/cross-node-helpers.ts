@@ -1,5 +1,10 @@
 /** Helpers of the cluster tests: real Sluice nodes on one real redis-server. */
-import { request } from 'node:http';
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { createServer as createHttpServer, request } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
 import { createServer } from '../../src/index.js';
 import type { Server, ServerAddress, ServerOptions } from '../../src/index.js';
 
@@ -84,4 +89,130 @@ export async function until(check: () => boolean | Promise<boolean>, timeoutMs =
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 10));
   }
+}
+
+export interface RoundRobinProxy {
+  /** The proxy's MCP endpoint (`http://127.0.0.1:<port>/mcp`). */
+  readonly url: string;
+  /** The target port of each request, in arrival order (`METHOD port`). */
+  readonly served: string[];
+  /** Each request as it went: HTTP method, target port, and its body (filled as it streams through). */
+  readonly requests: ProxiedRequest[];
+  close(): Promise<void>;
+}
+
+export interface ProxiedRequest {
+  readonly method: string;
+  readonly port: number;
+  body: string;
+}
+
+/**
+ * A round-robin HTTP balancer for the tests: each incoming request goes to the next target in
+ * turn, request and response bodies streamed both ways, headers kept; a client that goes away
+ * takes the upstream connection with it (so a 2026-07-28 disconnect still cancels on the node).
+ */
+export async function roundRobinProxy(targets: readonly string[]): Promise<RoundRobinProxy> {
+  const urls = targets.map((t) => new URL(t));
+  const served: string[] = [];
+  const requests: ProxiedRequest[] = [];
+  let turn = 0;
+  const proxy = createHttpServer((req, res) => {
+    const target = urls[turn++ % urls.length]!;
+    served.push(`${req.method} ${target.port}`);
+    const seen: ProxiedRequest = { method: req.method ?? '', port: Number(target.port), body: '' };
+    requests.push(seen);
+    // Watched on the side (the pipe below streams it on as it comes).
+    req.on('data', (chunk: Buffer) => { if (seen.body.length < 64 * 1024) seen.body += chunk.toString('utf8'); });
+    const upstream = request({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers, agent: false }, (up) => {
+      res.writeHead(up.statusCode ?? 502, up.headers);
+      up.pipe(res);
+    });
+    upstream.on('error', () => { res.destroy(); });
+    // The client closed before the response was complete: close the node's connection too.
+    res.on('close', () => { if (!res.writableFinished) upstream.destroy(); });
+    req.pipe(upstream);
+  });
+  await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+  const { port } = proxy.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/mcp`,
+    served,
+    requests,
+    close: () => new Promise<void>((r) => { proxy.closeAllConnections(); proxy.close(() => r()); }),
+  };
+}
+
+/** The keys under `prefix` that would stay in Redis forever (no TTL), except the documented `cursor-key`. */
+export async function keysWithoutTtl(redisUrl: string, prefix: string): Promise<string[]> {
+  const r = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
+  r.on('error', () => {});
+  try {
+    const forever: string[] = [];
+    for await (const keys of r.scanStream({ match: `${prefix}*`, count: 500 }) as AsyncIterable<string[]>) {
+      for (const key of keys) if (key !== `${prefix}cursor-key` && (await r.pttl(key)) === -1) forever.push(key);
+    }
+    return forever;
+  } finally {
+    r.disconnect();
+  }
+}
+
+/** Every key under `prefix` (to show a check of TTLs looked at something). */
+export async function keysUnder(redisUrl: string, prefix: string): Promise<string[]> {
+  const r = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
+  r.on('error', () => {});
+  try {
+    const all: string[] = [];
+    for await (const keys of r.scanStream({ match: `${prefix}*`, count: 500 }) as AsyncIterable<string[]>) all.push(...keys);
+    return all;
+  } finally {
+    r.disconnect();
+  }
+}
+
+export interface NodeProcess {
+  readonly nodeId: string;
+  readonly port: number;
+  readonly url: string;
+  readonly base: string;
+  readonly child: ChildProcess;
+  /** What the process wrote to stderr (its log lines). */
+  readonly stderr: string[];
+  /** SIGKILL: no clean-up of any kind. */
+  kill(): Promise<void>;
+  /** SIGTERM (a clean close), SIGKILL after a grace. */
+  stop(): Promise<void>;
+}
+
+const kNodeScript = fileURLToPath(new URL('./node-process.mjs', import.meta.url));
+
+/** A Sluice node as its own process (dist/: build first), in cluster mode on `redis` under `prefix`. */
+export async function startNodeProcess(redis: string, prefix: string, nodeId: string, options: Record<string, unknown> = {}): Promise<NodeProcess> {
+  const child = spawn(process.execPath, [kNodeScript, redis, prefix, nodeId, JSON.stringify(options)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const stderr: string[] = [];
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => stderr.push(chunk));
+  const port = await new Promise<number>((resolve, reject) => {
+    let out = '';
+    const timer = setTimeout(() => reject(new Error(`node ${nodeId} did not start in 15 s: ${stderr.join('')}`)), 15_000);
+    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+      out += chunk;
+      const m = /READY (\d+)/.exec(out);
+      if (m !== null) { clearTimeout(timer); resolve(Number(m[1])); }
+    });
+    child.once('exit', (code, signal) => { clearTimeout(timer); reject(new Error(`node ${nodeId} exited (${code ?? signal}) before it was ready: ${stderr.join('')}`)); });
+  });
+  const exited = new Promise<void>((r) => { if (child.exitCode !== null || child.signalCode !== null) r(); else child.once('exit', () => r()); });
+  const halt = async (signal: NodeJS.Signals): Promise<void> => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill(signal);
+    const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+    await exited;
+    clearTimeout(timer);
+  };
+  return {
+    nodeId, port, url: `http://127.0.0.1:${port}/mcp`, base: `http://127.0.0.1:${port}`, child, stderr,
+    kill: () => halt('SIGKILL'),
+    stop: () => halt('SIGTERM'),
+  };
 }
