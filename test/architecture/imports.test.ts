@@ -23,7 +23,7 @@ const kLayers: readonly (readonly string[])[] = [
   /* 0 */ ['native-free-shm/'],
   /* 1 */ ['src/errors.ts', 'src/validate.ts', 'src/thread-entry.ts'],
   /* 2 */ ['src/registry/'],
-  /* 3 */ ['src/telemetry/', 'src/sessions/', 'src/tasks/'],
+  /* 3 */ ['src/telemetry/', 'src/sessions/', 'src/tasks/', 'src/auth/'],
   /* 4 */ ['src/tools/', 'src/catalog/', 'src/cluster/'],
   /* 5 */ ['src/protocol/'],
   /* 6 */ ['src/transport/'],
