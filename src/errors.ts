@@ -35,7 +35,11 @@ export type SluiceErrorCode =
   /** A list cursor the store did not give to this caller (garbled, of another owner, or of an earlier server). */
   | 'invalid_cursor'
   /** Cluster mode: the Redis the nodes share cannot be reached (at start without `startDegraded`, or while serving: what needs it fails, nothing hangs). */
-  | 'cluster_unavailable';
+  | 'cluster_unavailable'
+  /** Client: the server answered 401 (no bearer token, or one it refused): UnauthorizedError names the resource metadata URL. */
+  | 'unauthorized'
+  /** Client: the server answered 403 insufficient_scope: InsufficientScopeError lists the scopes the request needs. */
+  | 'insufficient_scope';
 
 /**
  * Every SluiceErrorCode, as a runtime list (a Record, so the compiler refuses a code missing here).
@@ -47,7 +51,7 @@ const kCodeTable: Record<SluiceErrorCode, true> = {
   listen_failed: true, port_in_use: true, tools_module_failed: true, process_exit_refused: true, invalid_definition: true,
   transport_closed: true, server_exited: true, session_expired: true, invalid_response: true, rpc_error: true,
   missing_client_capability: true, task_limit_reached: true, invalid_cursor: true,
-  cluster_unavailable: true,
+  cluster_unavailable: true, unauthorized: true, insufficient_scope: true,
 };
 export const kSluiceErrorCodes: readonly SluiceErrorCode[] = Object.freeze(Object.keys(kCodeTable) as SluiceErrorCode[]);
 

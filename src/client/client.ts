@@ -1,6 +1,6 @@
 import { CancelledError, SluiceError } from '../errors.js';
 import { ProtocolError, kLegacyVersions, kMetaClientCapabilities, kMetaClientInfo, kMetaProtocolVersion, kModernVersion } from '../protocol/wire.js';
-import { SessionExpiredError } from './http.js';
+import { InsufficientScopeError, SessionExpiredError, UnauthorizedError } from './http.js';
 import type { ClientTransport, JsonRpcMessage } from './transport.js';
 import type { ContentBlock, PromptArgument, PromptMessage, ResourceContents } from './content.js';
 import { Task, kTasksExtension, reasonOf } from './tasks.js';
@@ -198,7 +198,8 @@ export class Client {
         this.#serverInfo = (discovered._meta as Record<string, unknown> | undefined)?.['io.modelcontextprotocol/serverInfo'];
         return;
       } catch (error) {
-        if (era === 'modern') throw error;
+        // A refused token is refused in either era: no fallback to initialize.
+        if (era === 'modern' || error instanceof UnauthorizedError || error instanceof InsufficientScopeError) throw error;
       }
     }
     this.#transport.setEra?.('legacy', kLegacyVersions[0]);

@@ -3,6 +3,7 @@ import type { ClientRequest, IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { SluiceError } from '../errors.js';
 import { headerValue, paramHeaderSpecs, paramHeaders } from './param-headers.js';
+import { bearerChallenge, scopeList } from './www-authenticate.js';
 import type { ParamHeaderSpecs } from './param-headers.js';
 import { answerServerRequest } from './transport.js';
 import type { ClientTransport, JsonRpcMessage, SendOptions } from './transport.js';
@@ -10,9 +11,117 @@ import type { ClientTransport, JsonRpcMessage, SendOptions } from './transport.j
 export interface HttpTransportOptions {
   /** The MCP endpoint, e.g. http://127.0.0.1:3000/mcp */
   url: string | URL;
-  /** Extra headers on every request (e.g. authorization). */
+  /** Extra headers on every request. For a bearer token, prefer `bearer` (the two cannot both set authorization). */
   headers?: Record<string, string>;
+  /**
+   * An OAuth bearer token (RFC 6750) sent as `Authorization: Bearer <token>` on every request of
+   * both eras: calls, notifications, the legacy cancel POSTs and the session's closing DELETE. A
+   * function is called before each request, so it can hand out a refreshed token (its rejection
+   * fails that request). A 401 rejects with UnauthorizedError, a 403 `insufficient_scope` with
+   * InsufficientScopeError.
+   */
+  bearer?: BearerToken;
 }
+
+/** A bearer token, or a function giving the current one (called per request). */
+export type BearerToken = string | (() => string | Promise<string>);
+
+/** What a 401 challenge says (RFC 6750 §3, RFC 9728 §5.1); every field as the server sent it. */
+export interface UnauthorizedDetails {
+  /** The `resource_metadata` URL: the Protected Resource Metadata naming the authorization servers. */
+  resourceMetadata?: string;
+  /** The `error` code: `invalid_token` when a token was presented and refused (absent when none was sent). */
+  error?: string;
+  /** The `error_description`, for people. */
+  description?: string;
+  /** The `scope` param split on spaces: scopes a token needs, when the server names them. */
+  scopes?: string[];
+}
+
+/** What a 403 `insufficient_scope` challenge says (RFC 6750 §3.1). */
+export interface InsufficientScopeDetails {
+  /** The `scope` param split on spaces: every scope the request needs (empty when the server named none). */
+  requiredScopes: string[];
+  /** The `resource_metadata` URL, when given. */
+  resourceMetadata?: string;
+  /** The `error_description`, when given. */
+  description?: string;
+}
+
+/**
+ * The server answered 401: it wants a bearer token, or refused the one sent (`error:
+ * 'invalid_token'`). Fields come from the response's `WWW-Authenticate: Bearer …` challenge; a 401
+ * without a Bearer challenge leaves them undefined. Code 'unauthorized'. Not retried.
+ */
+export class UnauthorizedError extends SluiceError {
+  /** The `resource_metadata` URL (RFC 9728): fetch it to learn which authorization server issues tokens. */
+  readonly resourceMetadata?: string;
+  /** The challenge's `error` (`invalid_token`, `invalid_request`, …); undefined when no token was presented. */
+  readonly error?: string;
+  /** The challenge's `error_description`. */
+  readonly description?: string;
+  /** The challenge's `scope`, split on spaces. */
+  readonly scopes?: string[];
+  constructor(details: UnauthorizedDetails = {}) {
+    const what = details.error === undefined ? 'a bearer token is required'
+      : `the bearer token was refused (${details.error}${details.description === undefined ? '' : `: ${details.description}`})`;
+    const scopes = details.scopes === undefined || details.scopes.length === 0 ? '' : `; scopes: ${details.scopes.join(' ')}`;
+    const metadata = details.resourceMetadata === undefined ? '' : `; resource metadata: ${details.resourceMetadata}`;
+    super('unauthorized', `the server answered 401 Unauthorized: ${what}${scopes}${metadata}`);
+    this.name = 'UnauthorizedError';
+    if (details.resourceMetadata !== undefined) this.resourceMetadata = details.resourceMetadata;
+    if (details.error !== undefined) this.error = details.error;
+    if (details.description !== undefined) this.description = details.description;
+    if (details.scopes !== undefined) this.scopes = details.scopes;
+  }
+}
+
+/**
+ * The server answered 403 with `error="insufficient_scope"`: the token is valid but lacks scopes
+ * the request needs (`requiredScopes`, from the challenge's `scope`). Code 'insufficient_scope'.
+ * (A 403 without that challenge, e.g. an Origin refusal, stays a JSON-RPC error.)
+ */
+export class InsufficientScopeError extends SluiceError {
+  /** Every scope the request needs, as the challenge's `scope` lists them (empty when it names none). */
+  readonly requiredScopes: string[];
+  /** The `resource_metadata` URL (RFC 9728), when given. */
+  readonly resourceMetadata?: string;
+  /** The challenge's `error_description`. */
+  readonly description?: string;
+  constructor(details: InsufficientScopeDetails) {
+    const needs = details.requiredScopes.length === 0 ? 'the server named none' : `needs ${details.requiredScopes.join(' ')}`;
+    const metadata = details.resourceMetadata === undefined ? '' : `; resource metadata: ${details.resourceMetadata}`;
+    super('insufficient_scope', `the server answered 403 Forbidden: the bearer token lacks required scopes (insufficient_scope: ${needs})${metadata}`);
+    this.name = 'InsufficientScopeError';
+    this.requiredScopes = details.requiredScopes;
+    if (details.resourceMetadata !== undefined) this.resourceMetadata = details.resourceMetadata;
+    if (details.description !== undefined) this.description = details.description;
+  }
+}
+
+/** The typed error for a 401, or a 403 with an insufficient_scope Bearer challenge; undefined otherwise. */
+function authRefusal(res: IncomingMessage): UnauthorizedError | InsufficientScopeError | undefined {
+  if (res.statusCode !== 401 && res.statusCode !== 403) return undefined;
+  const challenge = bearerChallenge(res.headersDistinct['www-authenticate'] ?? []);
+  const params = challenge?.params ?? {};
+  if (res.statusCode === 401) {
+    const details: UnauthorizedDetails = {};
+    if (params.resource_metadata !== undefined) details.resourceMetadata = params.resource_metadata;
+    if (params.error !== undefined) details.error = params.error;
+    if (params.error_description !== undefined) details.description = params.error_description;
+    const scopes = scopeList(params.scope);
+    if (scopes !== undefined) details.scopes = scopes;
+    return new UnauthorizedError(details);
+  }
+  if (params.error !== 'insufficient_scope') return undefined;
+  const details: InsufficientScopeDetails = { requiredScopes: scopeList(params.scope) ?? [] };
+  if (params.resource_metadata !== undefined) details.resourceMetadata = params.resource_metadata;
+  if (params.error_description !== undefined) details.description = params.error_description;
+  return new InsufficientScopeError(details);
+}
+
+/** Visible ASCII, no spaces: what an Authorization header value can carry after "Bearer ". */
+const kTokenChars = /^[\x21-\x7e]+$/;
 
 /** The server said the legacy session is gone (404): the client starts a new one. */
 export class SessionExpiredError extends SluiceError {
@@ -42,6 +151,7 @@ export class HttpClientTransport implements ClientTransport {
   #session: string | undefined;
   readonly #url: URL;
   readonly #headers: Record<string, string>;
+  readonly #bearer: BearerToken | undefined;
   readonly #agent: HttpAgent;
   /** Requests not finished yet: close() ends them, answered or not. */
   readonly #open = new Set<ClientRequest>();
@@ -52,6 +162,13 @@ export class HttpClientTransport implements ClientTransport {
   constructor(options: HttpTransportOptions) {
     this.#url = new URL(options.url);
     this.#headers = options.headers ?? {};
+    this.#bearer = options.bearer;
+    if (this.#bearer !== undefined) {
+      if (typeof this.#bearer !== 'function') checkToken(this.#bearer);
+      if (Object.keys(this.#headers).some((name) => name.toLowerCase() === 'authorization')) {
+        throw new SluiceError('invalid_option', 'give the token as `bearer` or as an authorization header, not both');
+      }
+    }
     this.#agent = this.#url.protocol === 'https:' ? new HttpsAgent({ keepAlive: true }) : new HttpAgent({ keepAlive: true });
   }
 
@@ -86,14 +203,24 @@ export class HttpClientTransport implements ClientTransport {
     return headers;
   }
 
-  #post(message: JsonRpcMessage, signal: AbortSignal | undefined, onSent: () => void): Promise<IncomingMessage> {
+  /** The Authorization header for the next request: the token, or the function's current one. */
+  async #authorization(): Promise<Record<string, string>> {
+    if (this.#bearer === undefined) return {};
+    const token = typeof this.#bearer === 'function' ? await this.#bearer() : this.#bearer;
+    checkToken(token);
+    return { authorization: `Bearer ${token}` };
+  }
+
+  async #post(message: JsonRpcMessage, signal: AbortSignal | undefined, onSent: () => void): Promise<IncomingMessage> {
     const body = JSON.stringify(message);
     const request = this.#url.protocol === 'https:' ? httpsRequest : httpRequest;
+    const authorization = await this.#authorization();
+    if (this.#closed) throw new SluiceError('transport_closed', 'the transport is closed');
     return new Promise((resolve, reject) => {
       const req = request(this.#url, {
         method: 'POST',
         agent: this.#agent,
-        headers: { ...this.#requestHeaders(message), 'content-length': String(Buffer.byteLength(body)) },
+        headers: { ...this.#requestHeaders(message), ...authorization, 'content-length': String(Buffer.byteLength(body)) },
         signal,
       }, (res) => {
         answered = true;
@@ -126,6 +253,11 @@ export class HttpClientTransport implements ClientTransport {
   async #exchange(message: JsonRpcMessage, options: SendOptions): Promise<JsonRpcMessage> {
     const used = this.#era === 'legacy' ? this.#session : undefined; // the session this request carries
     const res = await this.#post(message, options.signal, options.onSent);
+    const refused = authRefusal(res);
+    if (refused !== undefined) {
+      res.resume();
+      throw refused;
+    }
     const session = res.headers['mcp-session-id'];
     if (typeof session === 'string' && message.method === 'initialize') this.#session = session;
     if (res.statusCode === 404 && used !== undefined && message.method !== 'initialize') {
@@ -206,10 +338,12 @@ export class HttpClientTransport implements ClientTransport {
     }
   }
 
-    async notify(message: JsonRpcMessage): Promise<void> {
+  async notify(message: JsonRpcMessage): Promise<void> {
     if (this.#closed) return;
     const res = await this.#post(message, undefined, () => {});
     res.resume();
+    const refused = authRefusal(res);
+    if (refused !== undefined) throw refused;
   }
 
   async close(): Promise<void> {
@@ -218,8 +352,14 @@ export class HttpClientTransport implements ClientTransport {
     if (this.#era === 'legacy' && this.#session !== undefined) {
       // End the session, but never wait long on a server that stopped answering.
       const request = this.#url.protocol === 'https:' ? httpsRequest : httpRequest;
-      await new Promise<void>((resolve) => {
-        const req = request(this.#url, { method: 'DELETE', agent: false, headers: { ...this.#headers, 'mcp-session-id': this.#session!, ...(this.#version === undefined ? {} : { 'mcp-protocol-version': this.#version }) }, signal: AbortSignal.timeout(1000) }, (res) => { res.resume(); resolve(); });
+      const deadline = AbortSignal.timeout(1000);
+      // The token too (a token function that fails or stalls leaves the DELETE without one, or unsent).
+      const authorization = await Promise.race([
+        this.#authorization().catch(() => ({})),
+        new Promise<undefined>((resolve) => deadline.addEventListener('abort', () => resolve(undefined), { once: true })),
+      ]);
+      if (authorization !== undefined) await new Promise<void>((resolve) => {
+        const req = request(this.#url, { method: 'DELETE', agent: false, headers: { ...this.#headers, ...authorization, 'mcp-session-id': this.#session!, ...(this.#version === undefined ? {} : { 'mcp-protocol-version': this.#version }) }, signal: deadline }, (res) => { res.resume(); resolve(); });
         req.on('error', () => resolve());
         req.end();
       });
@@ -227,6 +367,13 @@ export class HttpClientTransport implements ClientTransport {
     for (const req of this.#open) req.destroy();
     this.#open.clear();
     this.#agent.destroy();
+  }
+}
+
+/** A token an Authorization header can carry; never quoted in the error (it is a secret). */
+function checkToken(token: unknown): asserts token is string {
+  if (typeof token !== 'string' || !kTokenChars.test(token)) {
+    throw new SluiceError('invalid_option', `the bearer token must be a non-empty string of visible ASCII characters without spaces (got ${typeof token === 'string' ? `a string of ${token.length} characters` : typeof token})`);
   }
 }
 

@@ -7,8 +7,10 @@ export type {
 export type { TaskCallOptions, TaskHandle, TaskInfo, TaskStatus, InputRequest, InputResponses, ListTasksResult } from './tasks.js';
 export { StdioClientTransport } from './stdio.js';
 export type { StdioTransportOptions } from './stdio.js';
-export { HttpClientTransport, SessionExpiredError } from './http.js';
-export type { HttpTransportOptions } from './http.js';
+export { HttpClientTransport, SessionExpiredError, UnauthorizedError, InsufficientScopeError } from './http.js';
+export type { HttpTransportOptions, BearerToken, UnauthorizedDetails, InsufficientScopeDetails } from './http.js';
+export { parseWwwAuthenticate } from './www-authenticate.js';
+export type { AuthChallenge } from './www-authenticate.js';
 export type { ClientTransport, SendOptions, JsonRpcMessage } from './transport.js';
 export { CancelledError, SluiceError } from '../errors.js';
 export type { ContentBlock, ResourceContents, PromptArgument, PromptMessage } from './content.js';
