@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { MemoryTaskStore, RedisTaskStore, attachRegistry, createRegistry, createServer, defineTool } from '../../src/index.js';
 import type { Server } from '../../src/index.js';
-import { Client, HttpClientTransport, RpcError, StdioClientTransport } from '../../src/client/index.js';
+import { Client, HttpClientTransport, InsufficientScopeError, RpcError, StdioClientTransport, UnauthorizedError } from '../../src/client/index.js';
 import { SluiceError, kSluiceErrorCodes } from '../../src/errors.js';
 import type { SluiceErrorCode } from '../../src/errors.js';
 import { ErrorCode, ProtocolError } from '../../src/protocol/wire.js';
@@ -225,6 +225,34 @@ const kSluiceScenarios: Record<SluiceErrorCode, () => Promise<string> | string> 
       return await codeOf(store.list('session:a', 'not-a-cursor', 10));
     } finally {
       await store.close();
+    }
+  },
+  // A resource server refusing the token (401 invalid_token, RFC 6750 + RFC 9728 challenge).
+  unauthorized: async () => {
+    stubHandler = (_req, _body, res) => {
+      res.writeHead(401, { 'www-authenticate': 'Bearer error="invalid_token", resource_metadata="https://rs.example/.well-known/oauth-protected-resource/mcp"' }).end();
+    };
+    const client = new Client(new HttpClientTransport({ url: stubUrl, bearer: 'expired' }), { era: 'modern' });
+    try {
+      const error = await rejection(client.ping());
+      expect(error).toBeInstanceOf(UnauthorizedError);
+      return (error as SluiceError).code;
+    } finally {
+      await client.close();
+    }
+  },
+  // A token without the scopes the request needs (403 insufficient_scope).
+  insufficient_scope: async () => {
+    stubHandler = (_req, _body, res) => {
+      res.writeHead(403, { 'www-authenticate': 'Bearer error="insufficient_scope", scope="tools:call", resource_metadata="https://rs.example/.well-known/oauth-protected-resource/mcp"' }).end();
+    };
+    const client = new Client(new HttpClientTransport({ url: stubUrl, bearer: 'narrow' }), { era: 'modern' });
+    try {
+      const error = await rejection(client.ping());
+      expect(error).toBeInstanceOf(InsufficientScopeError);
+      return (error as SluiceError).code;
+    } finally {
+      await client.close();
     }
   },
   // Cluster mode with no Redis listening where it is told to look (a free port nothing holds).
