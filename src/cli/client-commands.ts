@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { CancelledError } from '../errors.js';
 import { Client, RpcError } from '../client/client.js';
 import type { CallToolResult, RequestOptions } from '../client/client.js';
-import { HttpClientTransport } from '../client/http.js';
+import { HttpClientTransport, InsufficientScopeError, UnauthorizedError } from '../client/http.js';
 import { StdioClientTransport } from '../client/stdio.js';
 import { UsageError } from './flags.js';
 
@@ -15,6 +15,8 @@ export interface ClientFlags {
   json: boolean;
   /** `call --task`: ask for a task, report its status changes. */
   task: boolean;
+  /** The bearer token for a URL (`--bearer`, else SLUICE_BEARER_TOKEN); undefined sends none. */
+  bearer: string | undefined;
 }
 
 /** The MCP endpoint a user typed: `127.0.0.1:3000` (or `http://127.0.0.1:3000/`) means `http://127.0.0.1:3000/mcp`. */
@@ -38,11 +40,29 @@ function connect(target: string | undefined, flags: ClientFlags): { client: Clie
     return { client: new Client(transport, { era: flags.era }), where: `the stdio server ${JSON.stringify(flags.stdio)}`, url: undefined };
   }
   const url = endpointUrl(target!);
-  return { client: new Client(new HttpClientTransport({ url }), { era: flags.era }), where: url.href, url };
+  const transport = new HttpClientTransport(flags.bearer === undefined ? { url } : { url, bearer: flags.bearer });
+  return { client: new Client(transport, { era: flags.era }), where: url.href, url };
+}
+
+/**
+ * A 401 or 403 insufficient_scope as one line: what was refused, the scopes the server names, and
+ * the resource metadata URL (which names the authorization servers that issue tokens).
+ */
+function explainAuth(error: UnauthorizedError | InsufficientScopeError, where: string, sentToken: boolean): string {
+  const metadata = error.resourceMetadata === undefined ? '; the server named no resource metadata URL' : `; resource metadata: ${error.resourceMetadata}`;
+  if (error instanceof InsufficientScopeError) {
+    const needs = error.requiredScopes.length === 0 ? 'the server named no scopes' : `the token needs scope ${error.requiredScopes.join(' ')}`;
+    return `${where} refused the bearer token's scopes (403 insufficient_scope): ${needs}${metadata}`;
+  }
+  const scopes = error.scopes === undefined || error.scopes.length === 0 ? '' : `; scope ${error.scopes.join(' ')}`;
+  if (!sentToken) return `${where} needs a bearer token (401): pass --bearer <token> or set SLUICE_BEARER_TOKEN${scopes}${metadata}`;
+  const why = error.error === undefined ? '' : ` ${error.error}${error.description === undefined ? '' : `: ${error.description}`}`;
+  return `${where} refused the bearer token (401${why})${scopes}${metadata}`;
 }
 
 /** A connection or protocol failure, with what the user can do about it. */
-function explain(error: unknown, where: string, url: URL | undefined): string {
+function explain(error: unknown, where: string, url: URL | undefined, sentToken: boolean): string {
+  if (error instanceof UnauthorizedError || error instanceof InsufficientScopeError) return explainAuth(error, where, sentToken);
   const message = error instanceof Error ? error.message : String(error);
   const code = (error as { code?: unknown } | null)?.code;
   if (code === 'ECONNREFUSED') return `cannot connect to ${where}: connection refused (is the server running, on that port?)`;
@@ -97,7 +117,7 @@ export async function call(args: string[], flags: ClientFlags): Promise<number> 
       process.stderr.write(`sluice: cancelled: ${error.reason ?? ''}\n`);
       return interrupt.signal.aborted ? 130 : 1;
     }
-    process.stderr.write(`sluice: ${await explainCallFailure(client, tool, error, where, url)}\n`);
+    process.stderr.write(`sluice: ${await explainCallFailure(client, tool, error, where, url, flags.bearer !== undefined)}\n`);
     return 1;
   } finally {
     process.off('SIGINT', onSigint);
@@ -121,8 +141,8 @@ async function callAsTask(client: Client, tool: string, toolArgs: Record<string,
 }
 
 /** A failed call; for a tool that does not exist, the tools that do. */
-async function explainCallFailure(client: Client, tool: string, error: unknown, where: string, url: URL | undefined): Promise<string> {
-  const text = explain(error, where, url);
+async function explainCallFailure(client: Client, tool: string, error: unknown, where: string, url: URL | undefined, sentToken: boolean): Promise<string> {
+  const text = explain(error, where, url, sentToken);
   if (!(error instanceof RpcError) || error.rpcCode !== -32602) return text;
   let names: string[];
   try {
@@ -194,7 +214,7 @@ export async function list(args: string[], flags: ClientFlags): Promise<number> 
       process.stderr.write(`sluice: cancelled: ${error.reason ?? ''}\n`);
       return 1;
     }
-    process.stderr.write(`sluice: ${explain(error, where, url)}\n`);
+    process.stderr.write(`sluice: ${explain(error, where, url, flags.bearer !== undefined)}\n`);
     return 1;
   } finally {
     await client.close();

@@ -9,10 +9,11 @@ import { parseArgs } from 'node:util';
 
 const kUsage = `Usage:
   sluice serve [options]       serve MCP tools over HTTP (or stdio)
-  sluice call <url> <tool> [json-args] [--task] [--timeout ms] [--era era] [--json]
+  sluice call <url> <tool> [json-args] [--bearer token] [--task] [--timeout ms] [--era era] [--json]
   sluice call --stdio "<command>" <tool> [json-args] [--task] [--timeout ms] [--json]
                                call a tool, printing progress as it comes; Ctrl-C cancels the call
-  sluice list <url> [--json]   list the tools, resources and prompts a server offers
+  sluice list <url> [--bearer token] [--json]
+                               list the tools, resources and prompts a server offers
   sluice list --stdio "<command>" [--json]
   sluice --version
 
@@ -57,6 +58,10 @@ Options of call and list:
                        tasks/cancel (input the task asks for is not given: 2026-07-28 tasks that
                        ask are cancelled, 2025-11-25 requests are declined)
   --era <era>          auto | legacy | modern (default auto)
+  --bearer <token>     (a URL) send Authorization: Bearer <token> on every request; default: the
+                       SLUICE_BEARER_TOKEN environment variable (the flag wins). A 401 or 403
+                       insufficient_scope prints one line naming the resource metadata URL and the
+                       scopes the server asks for (exit 1)
   --json               print the raw JSON result instead of readable text
 
   -h, --help           show this help
@@ -105,6 +110,7 @@ async function run(argv: readonly string[]): Promise<number> {
         era: { type: 'string' },
         json: { type: 'boolean' },
         task: { type: 'boolean' },
+        bearer: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
         version: { type: 'boolean', short: 'v' },
       },
@@ -126,12 +132,15 @@ async function run(argv: readonly string[]): Promise<number> {
     return 2;
   }
   if (values.task === true && positionals[0] !== 'call') throw new UsageError('--task goes with call only');
+  if (values.bearer !== undefined && positionals[0] !== 'call' && positionals[0] !== 'list') throw new UsageError('--bearer goes with call and list only');
+  if (values.bearer !== undefined && typeof values.stdio === 'string') throw new UsageError('--bearer goes with a URL, not --stdio (a stdio server takes its credentials from its environment)');
   const client: ClientFlags = {
     stdio: typeof values.stdio === 'string' ? values.stdio : undefined,
     timeoutMs: integerFlag('timeout', values.timeout, 1),
     era: choiceFlag('era', values.era, ['auto', 'legacy', 'modern'] as const) ?? 'auto',
     json: values.json === true,
     task: values.task === true,
+    bearer: typeof values.stdio === 'string' ? undefined : bearerToken(values.bearer),
   };
   switch (positionals[0]) {
     case 'call': return call(positionals.slice(1), client);
@@ -139,6 +148,14 @@ async function run(argv: readonly string[]): Promise<number> {
     case 'serve': return serve(positionals.slice(1), values);
     default: throw new UsageError(`unknown command ${positionals[0]} (commands: serve, call, list)`);
   }
+}
+
+/** The bearer token: `--bearer`, else SLUICE_BEARER_TOKEN (empty means unset); never echoed in errors. */
+function bearerToken(flag: string | undefined): string | undefined {
+  const fromEnv = process.env.SLUICE_BEARER_TOKEN;
+  const [token, source] = flag !== undefined ? [flag, '--bearer'] : fromEnv !== undefined && fromEnv !== '' ? [fromEnv, 'SLUICE_BEARER_TOKEN'] : [undefined, ''];
+  if (token !== undefined && !/^[\x21-\x7e]+$/.test(token)) throw new UsageError(`${source} must be a token of visible ASCII characters without spaces (the token alone, without "Bearer ")`);
+  return token;
 }
 
 /** The version in Sluice's package.json. */

@@ -23,11 +23,24 @@ export interface RunOptions {
   node?: string;
   /** Node options before the script (e.g. --import). */
   execArgv?: readonly string[];
+  /** Environment variables added to (or, when undefined, removed from) the test's own. */
+  env?: Record<string, string | undefined>;
+}
+
+/** The child's environment: the test's own with `env` applied. */
+function childEnv(env: Record<string, string | undefined> | undefined): NodeJS.ProcessEnv | undefined {
+  if (env === undefined) return undefined;
+  const merged: NodeJS.ProcessEnv = { ...process.env };
+  for (const [name, value] of Object.entries(env)) {
+    if (value === undefined) delete merged[name];
+    else merged[name] = value;
+  }
+  return merged;
 }
 
 /** Runs `sluice <args>` to completion. */
 export async function runCli(args: readonly string[], options: RunOptions = {}): Promise<Run> {
-  const child = spawn(options.node ?? process.execPath, [...(options.execArgv ?? []), kBin, ...args], { cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(options.node ?? process.execPath, [...(options.execArgv ?? []), kBin, ...args], { cwd: options.cwd, env: childEnv(options.env), stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (c: Buffer) => { stdout += c.toString(); });
