@@ -18,6 +18,7 @@ export type { StandardSchemaV1 } from './tools/standard-schema.js';
 export { ToolContext } from './tools/context.js';
 export type { JsonSchema } from './tools/schema.js';
 export type { Authenticate, AuthRequest, Principal } from './transport/http/endpoint.js';
+export type { AuthOptions, AuthInfo, VerifiedToken, TokenVerifierFunction } from './auth/contract.js';
 export { ErrorCode, ProtocolError } from './protocol/wire.js';
 export { serveStdioServer } from './server/stdio-server.js';
 export type { StdioServerOptions } from './server/stdio-server.js';

@@ -29,6 +29,13 @@ export interface AuthOptions {
   /** Scope hierarchy: a granted scope implies these (e.g. `{ 'files:admin': ['files:read', 'files:write'] }`). */
   readonly scopeImplies?: Readonly<Record<string, readonly string[]>> | undefined;
   /**
+   * Least time between two JWKS refetches forced by a token whose `kid` the cached set lacks (a key
+   * rotated in). Default 30 000 ms. (Added beside the original contract.)
+   */
+  readonly jwksCooldownMs?: number | undefined;
+  /** A cached JWKS older than this is refetched before use. Default 600 000 ms (10 min). (Added.) */
+  readonly jwksMaxAgeMs?: number | undefined;
+  /**
    * Verifies a token another way (opaque tokens, introspection) instead of as a JWT. In-process
    * servers only; with a tools module, export `verifyToken` from it instead.
    */

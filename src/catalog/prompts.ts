@@ -1,5 +1,6 @@
 import { SluiceError } from '../errors.js';
 import type { InputRequired, ToolContext } from '../tools/context.js';
+import { scopesField } from '../tools/define.js';
 import type { ContentBlock } from '../tools/define.js';
 
 export interface PromptArgument {
@@ -24,6 +25,8 @@ export interface PromptDefinition {
   title?: string;
   description?: string;
   arguments?: PromptArgument[];
+  /** OAuth scopes a prompts/get of it needs (with `auth`; besides the server's). */
+  scopes?: readonly string[];
   get(args: Record<string, string>, ctx: ToolContext): GetPromptResult | string | InputRequired | Promise<GetPromptResult | string | InputRequired>;
   /** Completions for an argument (completion/complete with ref/prompt). */
   complete?: Record<string, (value: string, context: Record<string, string>) => string[] | Promise<string[]>>;
@@ -34,7 +37,7 @@ export type Prompt = Readonly<PromptDefinition> & { readonly kind: 'sluice/promp
 export function definePrompt(definition: PromptDefinition): Prompt {
   if (typeof definition?.name !== 'string' || definition.name === '') throw new SluiceError('invalid_definition', 'a prompt needs a name');
   if (typeof definition.get !== 'function') throw new SluiceError('invalid_definition', `prompt ${definition.name}: get must be a function`);
-  return Object.freeze({ ...definition, kind: 'sluice/prompt' as const });
+  return Object.freeze({ ...definition, ...scopesField(`prompt ${definition.name}`, definition.scopes), kind: 'sluice/prompt' as const });
 }
 
 export function toPromptResult(output: GetPromptResult | string | InputRequired): GetPromptResult | InputRequired {

@@ -1,5 +1,6 @@
 import { SluiceError } from '../errors.js';
 import type { InputRequired, ToolContext } from '../tools/context.js';
+import { scopesField } from '../tools/define.js';
 
 /** One item of a resources/read result. */
 export type ResourceContents =
@@ -15,6 +16,8 @@ export interface ResourceDefinition {
   title?: string;
   description?: string;
   mimeType?: string;
+  /** OAuth scopes a resources/read of it needs (with `auth`; besides the server's). */
+  scopes?: readonly string[];
   read(ctx: ToolContext): ReadOutput | Promise<ReadOutput>;
 }
 
@@ -25,6 +28,8 @@ export interface ResourceTemplateDefinition {
   title?: string;
   description?: string;
   mimeType?: string;
+  /** OAuth scopes a resources/read through it needs (with `auth`; besides the server's). */
+  scopes?: readonly string[];
   read(uri: string, variables: Record<string, string>, ctx: ToolContext): ReadOutput | Promise<ReadOutput>;
   /** Completions for a template variable (completion/complete with ref/resource). */
   complete?: Record<string, (value: string) => string[] | Promise<string[]>>;
@@ -37,12 +42,13 @@ export function defineResource(definition: ResourceDefinition): Resource {
   if (typeof definition?.uri !== 'string' || definition.uri === '') throw new SluiceError('invalid_definition', 'a resource needs a uri');
   if (typeof definition.name !== 'string') throw new SluiceError('invalid_definition', `resource ${definition.uri}: name must be a string`);
   if (typeof definition.read !== 'function') throw new SluiceError('invalid_definition', `resource ${definition.uri}: read must be a function`);
-  return Object.freeze({ ...definition, kind: 'sluice/resource' as const });
+  return Object.freeze({ ...definition, ...scopesField(`resource ${definition.uri}`, definition.scopes), kind: 'sluice/resource' as const });
 }
 
 export function defineResourceTemplate(definition: ResourceTemplateDefinition): ResourceTemplate {
   if (typeof definition?.uriTemplate !== 'string') throw new SluiceError('invalid_definition', 'a resource template needs a uriTemplate');
   if (typeof definition.read !== 'function') throw new SluiceError('invalid_definition', `template ${definition.uriTemplate}: read must be a function`);
+  const scopes = scopesField(`template ${definition.uriTemplate}`, definition.scopes);
   const variables: string[] = [];
   let source = '^';
   let last = 0;
@@ -52,7 +58,7 @@ export function defineResourceTemplate(definition: ResourceTemplateDefinition): 
     last = (m.index ?? 0) + m[0].length;
   }
   source += `${escape(definition.uriTemplate.slice(last))}$`;
-  return Object.freeze({ ...definition, kind: 'sluice/resource-template' as const, pattern: new RegExp(source), variables });
+  return Object.freeze({ ...definition, ...scopes, kind: 'sluice/resource-template' as const, pattern: new RegExp(source), variables });
 }
 
 function escape(text: string): string {

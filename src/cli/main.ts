@@ -46,6 +46,13 @@ Options of serve:
                        with the other nodes through this Redis (redis:// or rediss://)
   --redis-prefix <p>   prefix of every Redis key and channel (default sluice:)
   --start-degraded     start even when Redis cannot be reached (/readyz says 503 until it can)
+  --auth-issuer <url>  OAuth: require a bearer token from this authorization server (repeatable;
+                       with it, --auth-audience is required)
+  --auth-audience <uri>
+                       OAuth: this resource's identifier (the MCP endpoint's public URL); a
+                       token's aud must contain it
+  --auth-jwks <url>    OAuth: the JWKS URL (default: the jwks_uri of the issuer's metadata)
+  --auth-scope <scope> OAuth: a scope every request needs (repeatable)
   Environment: SLUICE_REQUEST_STATE_KEYS=<key>[,<key>…] seals 2026-07-28 requestState with the
                        first key and accepts any (base64/base64url, 32+ bytes each; give every
                        node the same); without it a restarted node or a sibling refuses a retry
@@ -106,6 +113,10 @@ async function run(argv: readonly string[]): Promise<number> {
         redis: { type: 'string' },
         'redis-prefix': { type: 'string' },
         'start-degraded': { type: 'boolean' },
+        'auth-issuer': { type: 'string', multiple: true },
+        'auth-audience': { type: 'string' },
+        'auth-jwks': { type: 'string' },
+        'auth-scope': { type: 'string', multiple: true },
         timeout: { type: 'string' },
         era: { type: 'string' },
         json: { type: 'boolean' },

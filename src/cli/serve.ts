@@ -9,6 +9,8 @@ import type { LogLevel, ServerOptions } from '../server/options.js';
 import { toolsModuleLabel, toolsModuleUrl } from '../catalog/catalog.js';
 import type { CatalogNames } from '../catalog/catalog.js';
 import { SluiceError } from '../errors.js';
+import { resolveAuth } from '../auth/options.js';
+import type { AuthOptions } from '../auth/contract.js';
 import { UsageError, choiceFlag, integerFlag } from './flags.js';
 
 /** After a signalled stdio shutdown, how long what is left may run before the process exits. */
@@ -30,6 +32,10 @@ export interface ServeFlags {
   redis?: string | undefined;
   'redis-prefix'?: string | undefined;
   'start-degraded'?: boolean | undefined;
+  'auth-issuer'?: string[] | undefined;
+  'auth-audience'?: string | undefined;
+  'auth-jwks'?: string | undefined;
+  'auth-scope'?: string[] | undefined;
 }
 
 /** Where `sluice serve` reads the requestState key ring (comma-separated base64/base64url keys, newest first). */
@@ -54,6 +60,7 @@ export function serveOptions(values: ServeFlags, env: NodeJS.ProcessEnv = proces
     throw new UsageError('--redis-prefix and --start-degraded need --redis <url>');
   }
   if (values.redis !== undefined && !/^rediss?:\/\/\S+$/.test(values.redis)) throw new UsageError(`--redis must be a redis:// or rediss:// URL, got ${JSON.stringify(values.redis)}`);
+  const auth = authOptions(values);
   const keys = env[kStateKeysEnv]?.split(',').map((k) => k.trim()).filter((k) => k !== '');
   return {
     tools,
@@ -69,7 +76,38 @@ export function serveOptions(values: ServeFlags, env: NodeJS.ProcessEnv = proces
     ...(shutdownGraceMs === undefined ? {} : { shutdownGraceMs }),
     ...(values.redis === undefined ? {} : { cluster: { redis: values.redis, keyPrefix: values['redis-prefix'], startDegraded: values['start-degraded'] === true } }),
     ...(keys === undefined || keys.length === 0 ? {} : { requestStateKeys: keys }),
+    ...(auth === undefined ? {} : { auth }),
   };
+}
+
+/** The --auth-* flags as `auth` options (checked by resolveAuth: a bad URL is a usage error). */
+function authOptions(values: ServeFlags): AuthOptions | undefined {
+  const issuers = values['auth-issuer'] ?? [];
+  const audience = values['auth-audience'];
+  const given = issuers.length > 0 || audience !== undefined || values['auth-jwks'] !== undefined || (values['auth-scope'] ?? []).length > 0;
+  if (!given) return undefined;
+  if (issuers.length === 0 || audience === undefined) throw new UsageError('OAuth needs both --auth-issuer <url> and --auth-audience <uri> (--auth-jwks and --auth-scope only add to them)');
+  if (values.stdio !== undefined && values.stdio !== false) throw new UsageError('--auth-* flags are for HTTP: a stdio server takes its credentials from the environment');
+  const auth: AuthOptions = {
+    audience,
+    issuers,
+    ...(values['auth-jwks'] === undefined ? {} : { jwks: values['auth-jwks'] }),
+    ...(values['auth-scope'] === undefined ? {} : { scopes: values['auth-scope'] }),
+  };
+  try {
+    resolveAuth(auth);
+  } catch (error) {
+    if (error instanceof SluiceError) throw new UsageError(error.message.replace(/^auth\.(issuers\[\d+\]|audience|jwks|scopes)/, (m) => flagOf(m)));
+    throw error;
+  }
+  return auth;
+}
+
+function flagOf(option: string): string {
+  if (option.startsWith('auth.issuers')) return '--auth-issuer';
+  if (option === 'auth.audience') return '--auth-audience';
+  if (option === 'auth.jwks') return '--auth-jwks';
+  return '--auth-scope';
 }
 
 /** `sluice serve`. */

@@ -1,4 +1,5 @@
 import type { Registry } from '../registry/index.js';
+import type { AuthInfo } from '../auth/contract.js';
 import type { ServerCounters } from '../telemetry/counters.js';
 import type { Catalog } from '../catalog/catalog.js';
 import type { ListKind } from '../tools/context.js';
@@ -30,6 +31,8 @@ export interface RequestInfo {
   readonly setLogLevel?: ((level: number) => void) | undefined;
   /** Legacy: the capabilities the client declared at initialize (kept with its session). */
   readonly clientCapabilities?: Record<string, unknown> | undefined;
+  /** The verified bearer token's caller (HTTP with `auth`), for `ctx.auth`; undefined otherwise. */
+  readonly auth?: AuthInfo | undefined;
 }
 
 /** A JSON-RPC response the client sent to one of our requests. */

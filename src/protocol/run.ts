@@ -185,7 +185,7 @@ export class Run implements Running {
   /** The context a handler of this request gets. */
   context(progress: ProgressSink | undefined, input: RequestInput | undefined): ToolContext {
     const ctx = new ToolContext(this.#handle, {
-      progress, log: this.#logSink(), input, requester: this.#requester(), listChanged: this.#host.listChanged,
+      progress, log: this.#logSink(), input, requester: this.#requester(), listChanged: this.#host.listChanged, auth: this.info.auth,
     });
     this.#ctx = ctx;
     return ctx;

@@ -11,6 +11,8 @@ import type { AdapterOptions, AdapterKind, Listening } from '../transport/http/a
 import type { Authenticate } from '../transport/http/endpoint.js';
 import { listenNode } from '../transport/http/node/adapter.js';
 import { listenUws } from '../transport/http/uws/adapter.js';
+import { AuthGate } from '../auth/gate.js';
+import type { TokenVerifierFunction } from '../auth/contract.js';
 import { createEngine } from './assembly.js';
 import type { EngineInput } from './assembly.js';
 import { kCancelSettleMs, kShutdownReason, settled } from './shutdown.js';
@@ -31,6 +33,8 @@ export interface Runtime {
 
 export interface RuntimeInput extends EngineInput {
   readonly authenticate: Authenticate | undefined;
+  /** With `options.auth`: a user verifier replacing the JWT path (`auth.verify`, or the module's `verifyToken`). */
+  readonly verifyToken?: TokenVerifierFunction | undefined;
   /** The port to listen on (the supervisor pins every worker to the first one's port). */
   readonly port: number;
   /** Cluster mode: the session directory (a port client in a worker, the supervisor's host in-process). */
@@ -40,7 +44,9 @@ export interface RuntimeInput extends EngineInput {
 /** One HTTP serving thread's whole stack: registry attachment, engine, endpoint, adapter, pool. */
 export async function startRuntime(input: RuntimeInput, adapter: AdapterKind): Promise<Runtime> {
   const { options, shared } = input;
-  const { engine, registry, pool } = createEngine({ ...input, authenticated: input.authenticate !== undefined });
+  const { engine, registry, pool } = createEngine({ ...input, authenticated: input.authenticate !== undefined || options.auth !== undefined });
+  // Each serving thread verifies on its own (its own JWKS cache): no cross-thread hop per request.
+  const gate = options.auth === undefined ? undefined : new AuthGate(options.auth, input.verifyToken, (message) => input.log('warn', message));
   const sessions = shared.sessions === undefined ? undefined : new SessionStore(shared.sessions);
   const endpoint = new HttpEndpoint(engine, {
     path: options.path,
@@ -54,6 +60,7 @@ export async function startRuntime(input: RuntimeInput, adapter: AdapterKind): P
     slowReaderTimeoutMs: options.slowReaderTimeoutMs,
     cors: options.cors,
     authenticate: input.authenticate,
+    auth: gate,
     trustProxy: options.trustProxy,
     maxBodyBytes: options.maxBodyBytes,
     metrics: options.metrics,

@@ -8,6 +8,9 @@ import type { TaskLimits, TaskStore } from '../tasks/store.js';
 import type { Tool } from '../tools/define.js';
 import type { Authenticate } from '../transport/http/endpoint.js';
 import type { ClusterOptions } from '../cluster/contract.js';
+import { resolveAuth } from '../auth/options.js';
+import type { ResolvedAuth } from '../auth/options.js';
+import type { AuthOptions } from '../auth/contract.js';
 
 /** Severity of a server log line, least severe first. */
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
@@ -54,6 +57,13 @@ export interface ServerOptions {
   maxSessions?: number;
   /** Principal of a request (in-process form; in the module form, export `authenticate` from the tools module). */
   authenticate?: Authenticate;
+  /**
+   * OAuth 2.1 resource server (MCP authorization, HTTP only): every MCP request must carry a bearer
+   * token, verified before anything else (401/403 with `WWW-Authenticate` otherwise); its subject
+   * becomes the principal (`principal:<sub>`). Protected Resource Metadata is served at
+   * `/.well-known/oauth-protected-resource[<path>]`. Exclusive with `authenticate`. See SECURITY.md.
+   */
+  auth?: AuthOptions;
   /** Take the client address from X-Forwarded-For (last hop). Only behind a proxy you run. Default false. */
   trustProxy?: boolean;
   /** Origins allowed besides loopback ones. */
@@ -205,6 +215,8 @@ export interface ResolvedOptions {
   cluster: ResolvedCluster | undefined;
   /** The requestState key ring (newest first); undefined: a random key per process. */
   requestStateKeys: readonly Uint8Array[] | undefined;
+  /** Bearer-token checks (without `verify`, a function: it stays in the raw options); undefined: off. */
+  auth: ResolvedAuth | undefined;
 }
 
 /** `cluster` with its defaults. */
@@ -268,6 +280,9 @@ export function resolveOptions(options: ServerOptions): ResolvedOptions {
   };
   const logLevel = oneOf('logLevel', options.logLevel, 'warn', kLogLevels);
   const path = options.path ?? '/mcp';
+  const auth = resolveAuth(options.auth);
+  // Two ways to name the principal would disagree on who the caller is: one only.
+  if (auth !== undefined && options.authenticate !== undefined) throw new SluiceError('invalid_option', 'auth and authenticate are exclusive: auth verifies bearer tokens itself');
   if (typeof path !== 'string' || !path.startsWith('/')) throw new SluiceError('invalid_option', `path must start with '/', got ${String(path)}`);
   return {
     host: typeof options.host === 'string' ? options.host : '127.0.0.1',
@@ -302,6 +317,7 @@ export function resolveOptions(options: ServerOptions): ResolvedOptions {
     tasks: resolveTasks(options.tasks),
     cluster: resolveCluster(options.cluster),
     requestStateKeys: resolveStateKeys(options.requestStateKeys),
+    auth,
   };
 }
 

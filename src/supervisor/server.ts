@@ -8,6 +8,7 @@ import { MessageChannel, Worker, threadId as mainThreadId } from 'node:worker_th
 import type { RedisContext } from '../cluster/contract.js';
 import type { SessionDirectoryHost } from '../cluster/sessions.js';
 import { SluiceError } from '../errors.js';
+import { verifyOption } from '../auth/options.js';
 import type { Registry } from '../registry/index.js';
 import type { SessionStore } from '../sessions/store.js';
 import { Counter } from '../telemetry/counters.js';
@@ -77,6 +78,8 @@ export function createServer(options: ServerOptions, hooks: ServerHooks = {}): S
   const resolved = resolveOptions(options);
   const log = serverLog(resolved.logLevel, hooks.log);
   const source = toolsSource(options.tools);
+  // A function cannot reach the HTTP workers: a tools module exports verifyToken instead.
+  if (source.module !== undefined && verifyOption(options.auth) !== undefined) throw new SluiceError('invalid_option', 'auth.verify works with in-process tools only: export verifyToken from the tools module instead');
   return new SluiceServer(resolved, source.catalog, source.module, options, log, hooks.clusterSessionRevalidateMs);
 }
 
@@ -234,7 +237,7 @@ class SluiceServer implements Server {
       try {
         if (options.port !== 0) await checkPortFree(options.host, options.port);
         this.#runtime = await startRuntime({
-          shared: this.#shared, options, catalog: this.#catalog, toolsModule: undefined, authenticate: this.#raw.authenticate, port: options.port, log: this.#log,
+          shared: this.#shared, options, catalog: this.#catalog, toolsModule: undefined, authenticate: this.#raw.authenticate, verifyToken: verifyOption(this.#raw.auth), port: options.port, log: this.#log,
           tasks: this.#taskStore === undefined || options.tasks === false ? undefined : { store: this.#taskStore, limits: options.tasks.limits, runner: this.#runnerId(mainThreadId) },
           sessionDirectory: this.#sessionHost,
           ...(this.#cluster === undefined ? {} : this.#inProcessCluster(this.#cluster)),

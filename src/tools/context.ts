@@ -1,5 +1,6 @@
 import { CancelledError, SluiceError } from '../errors.js';
 import type { RequestId, TrackHandle } from '../registry/index.js';
+import type { AuthInfo } from '../auth/contract.js';
 
 /** Where progress goes: the request's SSE stream, or a port back to it from a pool thread. */
 export type ProgressSink = (progress: number, total: number | undefined, message: string | undefined) => void;
@@ -37,6 +38,8 @@ export interface ContextParts {
   readonly input?: RequestInput | undefined;
   readonly requester?: ClientRequester | undefined;
   readonly listChanged?: ((kind: ListKind) => void) | undefined;
+  /** The verified caller, when the server checks bearer tokens. */
+  readonly auth?: AuthInfo | undefined;
 }
 
 /** What a 2026-07-28 request carried for a multi-round exchange. */
@@ -64,6 +67,7 @@ export class ToolContext {
   #signal: AbortSignal | undefined;
 
   readonly #listChanged: ((kind: ListKind) => void) | undefined;
+  readonly #auth: AuthInfo | undefined;
 
   constructor(handle: TrackHandle, parts: ContextParts = {}) {
     this.#handle = handle;
@@ -72,6 +76,7 @@ export class ToolContext {
     this.#input = parts.input;
     this.#requester = parts.requester;
     this.#listChanged = parts.listChanged;
+    this.#auth = parts.auth;
     this.requestId = handle.id;
     this.scope = handle.scope;
   }
@@ -120,6 +125,14 @@ export class ToolContext {
   log(level: LogLevel, data: unknown, logger?: string): void {
     if (this.#log === undefined || this.cancelled) return; // the sink drops unknown levels
     this.#log(level, data, logger);
+  }
+
+  /**
+   * The caller's verified token (subject, scopes with the hierarchy applied, claims, expiry) when
+   * the server checks bearer tokens (`auth`); undefined otherwise (stdio, no `auth`, pool tools).
+   */
+  get auth(): AuthInfo | undefined {
+    return this.#auth;
   }
 
   /** The client's declared capabilities (2026-07-28: from the request's _meta; legacy: undefined). */

@@ -93,6 +93,11 @@ export interface ToolDefinition<In extends ToolSchema = JsonSchema, Out extends 
    * way: `ctx.request(...)` becomes the task's `input_required`, and a cancel raises `ctx.cancelled`.
    */
   taskSupport?: TaskSupport;
+  /**
+   * OAuth scopes a tools/call of it needs, besides the server's `auth.scopes` (only with `auth`):
+   * a token lacking any gets 403 `insufficient_scope` naming every needed scope.
+   */
+  scopes?: readonly string[];
   handler(args: InferArguments<In>, ctx: ToolContext): InferToolOutput<Out> | Promise<InferToolOutput<Out>>;
 }
 
@@ -127,6 +132,7 @@ export interface Tool {
   readonly pool?: boolean;
   readonly requires?: Record<string, Record<string, unknown>>;
   readonly taskSupport?: TaskSupport;
+  readonly scopes?: readonly string[];
   handler(args: Record<string, unknown>, ctx: ToolContext): ToolOutput | Promise<ToolOutput>;
   /** @internal */
   readonly [kCompiled]: Compiled;
@@ -146,6 +152,21 @@ export class Refusal {
 }
 
 const kName = /^[A-Za-z0-9_.-]{1,128}$/;
+
+/** Scope tokens (RFC 6749 §3.3). */
+const kScopeToken = /^[\x21\x23-\x5b\x5d-\x7e]+$/;
+
+/**
+ * A definition's `scopes`, checked and frozen (as an object to spread: none when absent). Shared by
+ * tools, resources, templates and prompts.
+ */
+export function scopesField(what: string, scopes: unknown): { scopes?: readonly string[] } {
+  if (scopes === undefined) return {};
+  if (!Array.isArray(scopes) || !scopes.every((s) => typeof s === 'string' && kScopeToken.test(s))) {
+    throw new SluiceError('invalid_definition', `${what}: scopes must be an array of scope tokens (printable ASCII, no spaces, quotes or backslashes), got ${JSON.stringify(scopes) ?? String(scopes)}`);
+  }
+  return { scopes: Object.freeze([...new Set(scopes as string[])]) };
+}
 
 function invalid(name: unknown, reason: string): SluiceError {
   return new SluiceError('invalid_definition', typeof name === 'string' ? `tool ${name}: ${reason}` : reason);
@@ -189,6 +210,7 @@ export function defineTool(definition: ToolDefinition<ToolSchema, ToolSchema>): 
   if (taskSupport !== undefined && taskSupport !== 'forbidden' && taskSupport !== 'optional' && taskSupport !== 'required') {
     throw invalid(name, `taskSupport must be 'forbidden', 'optional' or 'required', got ${JSON.stringify(taskSupport) ?? String(taskSupport)}`);
   }
+  const scopes = scopesField(`tool ${name}`, definition.scopes);
   const published = definition.jsonSchema;
   if (published !== undefined && (published === null || typeof published !== 'object')) throw invalid(name, 'jsonSchema must be { input?, output? }');
   let inputSchema: JsonSchema;
@@ -208,7 +230,7 @@ export function defineTool(definition: ToolDefinition<ToolSchema, ToolSchema>): 
     if (error instanceof SchemaProblem) throw invalid(name, error.message);
     throw error;
   }
-  const tool: Record<string | symbol, unknown> = { ...(definition as object), kind: 'sluice/tool', inputSchema, [kCompiled]: { version: 1, args, output } satisfies Compiled };
+  const tool: Record<string | symbol, unknown> = { ...(definition as object), ...scopes, kind: 'sluice/tool', inputSchema, [kCompiled]: { version: 1, args, output } satisfies Compiled };
   delete tool.jsonSchema;
   if (outputSchema === undefined) delete tool.outputSchema;
   else tool.outputSchema = outputSchema;

@@ -8,6 +8,7 @@ import { parentPort, threadId, workerData } from 'node:worker_threads';
 import { catalogNames, importToolsModule } from '../catalog/catalog.js';
 import { SluiceError } from '../errors.js';
 import type { Authenticate } from '../transport/http/endpoint.js';
+import type { TokenVerifierFunction } from '../auth/contract.js';
 import { startRuntime } from '../server/http-runtime.js';
 import { filterLog } from '../server/options.js';
 import { TaskStoreClient } from '../tasks/remote-store.js';
@@ -56,12 +57,15 @@ export async function runHttpWorker(): Promise<void> {
   try {
     const { catalog, exports } = await importToolsModule(data.toolsModule);
     const authenticate = typeof exports.authenticate === 'function' ? (exports.authenticate as Authenticate) : undefined;
+    if (authenticate !== undefined && data.options.auth !== undefined) throw new SluiceError('invalid_option', 'auth and authenticate are exclusive: the tools module exports authenticate, and auth is set');
+    const verifyToken = typeof exports.verifyToken === 'function' ? (exports.verifyToken as TokenVerifierFunction) : undefined;
     const runtime = await startRuntime({
       shared: data.shared,
       options: data.options,
       catalog,
       toolsModule: data.toolsModule,
       authenticate,
+      verifyToken,
       port: data.port,
       log,
       forwardResponse: (target, response, scope, node) => send({ type: 'response', target, response, scope, node }),

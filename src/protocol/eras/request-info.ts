@@ -4,6 +4,7 @@
  * knows (its edge facts: headers, the client's scope, legacy session state). HTTP and stdio call
  * `requestInfo` and only convert its answer; neither re-decides a protocol rule.
  */
+import type { AuthInfo } from '../../auth/contract.js';
 import type { RequestInfo } from '../engine.js';
 import type { Incoming } from '../message.js';
 import { checkModernVersion, eraOf, metaOf, modernLogLevel } from '../era.js';
@@ -35,6 +36,8 @@ export interface EdgeFacts {
    * notifications/cancelled: over HTTP a modern request ends only when its own stream closes.
    */
   readonly isolateModern: boolean;
+  /** The verified caller (HTTP with `auth`); undefined otherwise. */
+  readonly auth?: AuthInfo | undefined;
   /** The client's scope when no session applies: principal or address (HTTP), the connection (stdio). */
   clientScope(): string;
   /**
@@ -73,7 +76,7 @@ export function requestInfo(message: Classified, edge: EdgeFacts): RequestInfo |
       if (problem !== undefined) return problem;
     }
     const scope = edge.isolateModern ? `modern:${edge.clientScope()}` : edge.clientScope();
-    return { era: 'modern', version: kModernVersion, scope, logLevel: modernLogLevel(meta) };
+    return { era: 'modern', version: kModernVersion, scope, logLevel: modernLogLevel(meta), auth: edge.auth };
   }
   if (headerVersion !== undefined && !(kLegacyVersions as readonly string[]).includes(headerVersion)) {
     return new ProtocolError(ErrorCode.InvalidRequest, `Bad Request: unsupported MCP-Protocol-Version ${headerVersion}`, undefined, 400);
@@ -87,5 +90,6 @@ export function requestInfo(message: Classified, edge: EdgeFacts): RequestInfo |
     logLevel: session.logLevel,
     setLogLevel: session.setLogLevel,
     clientCapabilities: session.clientCapabilities,
+    auth: edge.auth,
   };
 }

@@ -76,7 +76,7 @@ export class TaskCalls {
     const token = (params?._meta as Record<string, unknown> | undefined)?.progressToken;
     const legacy = run.era.name === 'legacy';
     const task = new TaskRun(host, taskId, owner, legacy ? 'legacy' : 'modern', tool, handle,
-      legacy && (typeof token === 'string' || typeof token === 'number') ? token : undefined, input.clientCapabilities);
+      legacy && (typeof token === 'string' || typeof token === 'number') ? token : undefined, input.clientCapabilities, run.info.auth);
     // Until the task exists, the request's cancel (its client gone) is the task's.
     const onAbort = (): void => task.cancel(run.signal.reason instanceof Error ? run.signal.reason.message : 'the request was cancelled');
     run.signal.addEventListener('abort', onAbort, { once: true });

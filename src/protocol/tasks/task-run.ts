@@ -1,4 +1,5 @@
 import { CancelledError, ProtocolError, SluiceError } from '../../errors.js';
+import type { AuthInfo } from '../../auth/contract.js';
 import type { Registry, TrackHandle } from '../../registry/index.js';
 import type { TaskLimits, TaskStore } from '../../tasks/store.js';
 import type { TaskChange, TaskDialect, TaskError, TaskInputRequest, TaskProgress, TaskRecord } from '../../tasks/task.js';
@@ -65,6 +66,8 @@ export class TaskRun {
   /** 2025-11-25: the call's progress token, valid for the task's life. */
   readonly progressToken: string | number | undefined;
   readonly #clientCapabilities: Record<string, unknown> | undefined;
+  /** The caller's verified token (with `auth`), for the handler's ctx.auth. */
+  readonly #auth: AuthInfo | undefined;
   readonly #waiting = new Map<string, Waiting>();
   #next = 0;
   #round: Round | undefined;
@@ -89,7 +92,7 @@ export class TaskRun {
     this.#open = resolve;
   });
 
-  constructor(host: TaskHost, taskId: string, owner: string, dialect: TaskDialect, tool: Tool, handle: TrackHandle, progressToken: string | number | undefined, clientCapabilities: Record<string, unknown> | undefined) {
+  constructor(host: TaskHost, taskId: string, owner: string, dialect: TaskDialect, tool: Tool, handle: TrackHandle, progressToken: string | number | undefined, clientCapabilities: Record<string, unknown> | undefined, auth?: AuthInfo) {
     this.#host = host;
     this.taskId = taskId;
     this.owner = owner;
@@ -98,6 +101,7 @@ export class TaskRun {
     this.#handle = handle;
     this.progressToken = progressToken;
     this.#clientCapabilities = clientCapabilities;
+    this.#auth = auth;
     host.running.add(this);
     handle.signal.addEventListener('abort', () => this.#armKill(), { once: true });
   }
@@ -128,7 +132,7 @@ export class TaskRun {
       return pool.run(tool.name, args, this.#handle, this.#progressSink(), this.#poolAbort.signal).then(poolOutput);
     }
     const ctx = new ToolContext(this.#handle, {
-      progress: this.#progressSink(), input, requester: this.#requester(), listChanged: this.#host.listChanged,
+      progress: this.#progressSink(), input, requester: this.#requester(), listChanged: this.#host.listChanged, auth: this.#auth,
     });
     this.#ctx = ctx;
     return tool.handler(args, ctx);
@@ -259,6 +263,7 @@ export class TaskRun {
         input: { clientCapabilities: this.#clientCapabilities, inputResponses: round.answers, requestState: round.state },
         requester: this.#requester(),
         listChanged: this.#host.listChanged,
+        auth: this.#auth,
       }));
     } catch (error) {
       this.#failed(error);

@@ -8,7 +8,7 @@ import type { Exchange } from './exchange.js';
 type Headers = readonly (readonly [string, string])[];
 
 /** Response headers a browser client may read (CORS). */
-const kCorsExposed = 'mcp-session-id, mcp-protocol-version';
+const kCorsExposed = 'mcp-session-id, mcp-protocol-version, www-authenticate';
 /** Request headers a preflight allows when the browser asks for none we can echo. */
 const kCorsAllowed = 'content-type, accept, authorization, mcp-session-id, mcp-protocol-version, mcp-method, mcp-name, last-event-id';
 /** A list of plain header-name tokens (what browsers send in Access-Control-Request-Headers). */

@@ -3,11 +3,14 @@ import type { Engine, RequestInfo } from '../../protocol/engine.js';
 import { requestInfo } from '../../protocol/eras/request-info.js';
 import type { Classified } from '../../protocol/eras/request-info.js';
 import { classify, parseJson } from '../../protocol/message.js';
-import { ProtocolError, errorBody } from '../../protocol/wire.js';
+import { ErrorCode, ProtocolError, errorBody } from '../../protocol/wire.js';
 import type { JsonRpcId } from '../../protocol/wire.js';
 import type { SessionDirectoryAccess } from '../../cluster/session-client.js';
 import type { SessionStore } from '../../sessions/store.js';
 import { Counter, prometheusText } from '../../telemetry/counters.js';
+import { AuthRefusal } from '../../auth/gate.js';
+import type { AuthGate, Granted } from '../../auth/gate.js';
+import { HttpAuth } from './auth.js';
 import { Clients, kRefused } from './client.js';
 import type { Authenticate } from './client.js';
 import { ResponseHeaders } from './cors.js';
@@ -35,6 +38,11 @@ export interface HttpEndpointOptions {
   /** Cluster mode: the directory that makes sessions valid on every node (absent: this node alone). */
   readonly sessionDirectory?: SessionDirectoryAccess | undefined;
   readonly authenticate: Authenticate | undefined;
+  /**
+   * OAuth resource server: every MCP request needs a valid bearer token (checked first, before
+   * the body is read); its subject is the principal. Exclusive with `authenticate`.
+   */
+  readonly auth?: AuthGate | undefined;
   /** Take the client address from the last X-Forwarded-For entry (only behind a proxy you run). */
   readonly trustProxy: boolean;
   readonly maxBodyBytes: number;
@@ -100,6 +108,7 @@ export class HttpEndpoint {
   readonly #sessions: LegacySessions | undefined;
   readonly #limits: ClientLimits;
   readonly #replies: ReplyShared;
+  readonly #auth: HttpAuth | undefined;
 
   constructor(engine: Engine, options: HttpEndpointOptions) {
     const { counters } = engine.config;
@@ -113,6 +122,7 @@ export class HttpEndpoint {
       ? undefined
       : new LegacySessions({ store: options.sessions, idleMs: options.sessionIdleMs, maxPerClient: options.maxSessionsPerClient, counters, directory: options.sessionDirectory });
     this.#limits = new ClientLimits(options.maxInFlightPerClient);
+    this.#auth = options.auth === undefined ? undefined : new HttpAuth(options.auth, engine.config.catalog);
     this.#replies = {
       store: options.sessions,
       release: this.#limits.release,
@@ -124,6 +134,10 @@ export class HttpEndpoint {
     // Probes first and outside the endpoint's rules: balancers and kubelets send no Origin, any
     // Host, no credentials. They reveal one word and cost one shared-memory read.
     if (ex.method === 'GET' && (ex.path === '/healthz' || ex.path === '/readyz')) return this.#probe(ex);
+    // Protected Resource Metadata: public by design (a client reads it to learn where to get a
+    // token), from any origin, so outside the Host/Origin rules like the probes.
+    const auth = this.#auth;
+    if (auth !== undefined && ex.method === 'GET' && auth.isMetadataPath(ex.path)) return ex.respond(200, auth.metadataHeaders, auth.metadataBody);
     const refused = this.#rules.check(ex);
     if (refused !== undefined) return this.#fail(ex, null, refused);
     if (ex.path !== this.#o.path) {
@@ -149,9 +163,35 @@ export class HttpEndpoint {
         return ex.respond(405, [...kAllow, ...this.#headers.extra(ex)], '');
       }
       default:
-        // No server-to-client stream is offered (GET), in either era.
+        // No server-to-client stream is offered (GET), in either era; with `auth`, the token is
+        // still checked first (an unauthenticated client learns nothing, not even the 405).
+        if (auth !== undefined) {
+          void this.#authorize(ex).then((granted) => { if (granted !== undefined) ex.respond(405, [...kAllow, ...this.#headers.extra(ex)], ''); })
+            .catch((error: unknown) => this.#crash(ex, error));
+          return;
+        }
         ex.respond(405, [...kAllow, ...this.#headers.extra(ex)], '');
     }
+  }
+
+  /**
+   * The bearer token, checked before anything else costs work (no body read, no session, no
+   * tracking): the caller, or undefined when the request was refused (answered here).
+   */
+  async #authorize(ex: Exchange): Promise<Granted | undefined> {
+    const result = await this.#auth!.gate.check(ex.header('authorization'));
+    if (result instanceof AuthRefusal) {
+      this.#refuse(ex, null, result);
+      return undefined;
+    }
+    return ex.aborted ? undefined : result;
+  }
+
+  /** Answers an authorization refusal: its status and challenge, a JSON-RPC error body. */
+  #refuse(ex: Exchange, id: JsonRpcId | null, refusal: AuthRefusal): undefined {
+    if (ex.aborted) return undefined;
+    ex.respond(refusal.status, HttpAuth.refusalHeaders(refusal, this.#headers.extra(ex)), errorBody(id, ErrorCode.InvalidRequest, refusal.message));
+    return undefined;
   }
 
   /** GET /healthz: 200 while the process serves. GET /readyz: 200, or 503 and why (draining, cluster link down). */
@@ -163,21 +203,33 @@ export class HttpEndpoint {
   }
 
   async #post(ex: Exchange): Promise<void> {
+    let granted: Granted | undefined;
+    if (this.#auth !== undefined) {
+      granted = await this.#authorize(ex);
+      if (granted === undefined) return;
+    }
     const canStream = this.#rules.negotiate(ex);
     if (canStream instanceof ProtocolError) return this.#fail(ex, null, canStream);
     // Without an authenticate hook there is nothing to wait for.
-    const principal = this.#clients.authenticates ? await this.#clients.principal(ex) : undefined;
+    const principal = granted !== undefined ? granted.subject : this.#clients.authenticates ? await this.#clients.principal(ex) : undefined;
     if (ex.aborted) return;
     if (principal === kRefused) return this.#fail(ex, null, kUnauthorized);
     const body = await ex.readBody(this.#o.maxBodyBytes);
     if (body === undefined || body === 'too_large') return;
     const message = this.#message(ex, body);
     if (message === undefined) return;
+    if (granted !== undefined && message.kind === 'request') {
+      // The target's own scopes: known only once the body names it; still before any session or tracking.
+      const needed = this.#auth!.itemScopes(message.method, message.params);
+      const refused = needed === undefined ? undefined : this.#auth!.gate.checkItem(granted, needed);
+      if (refused !== undefined) return this.#refuse(ex, message.id, refused);
+    }
     // Draining: no new session here; requests of open ones are still served through the grace.
     if (message.kind === 'request' && message.method === 'initialize' && this.#o.readiness !== undefined && (Atomics.load(this.#o.readiness, 0) & kDraining) !== 0) {
       return this.#fail(ex, message.id, kDrainingRefusal);
     }
     const edge = new HttpEdge(ex, this.#clients, this.#sessions, principal);
+    edge.auth = granted;
     let info = requestInfo(message, edge);
     const id: JsonRpcId | null = message.kind === 'request' ? message.id : null;
     if (info === kSessionElsewhere) {
@@ -245,9 +297,14 @@ export class HttpEndpoint {
   async #delete(ex: Exchange): Promise<void> {
     const sessions = this.#sessions;
     if (sessions === undefined) return ex.respond(405, [...kAllowPost, ...this.#headers.extra(ex)], '');
+    let granted: Granted | undefined;
+    if (this.#auth !== undefined) {
+      granted = await this.#authorize(ex);
+      if (granted === undefined) return;
+    }
     const id = ex.header('mcp-session-id');
     if (id === undefined) return this.#fail(ex, null, kSessionRequired);
-    const principal = await this.#clients.principal(ex);
+    const principal = granted !== undefined ? granted.subject : await this.#clients.principal(ex);
     if (principal === kRefused) return this.#fail(ex, null, kUnauthorized);
     const refused = await sessions.end(id, principal);
     if (refused !== undefined) return this.#fail(ex, null, refused);

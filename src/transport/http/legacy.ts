@@ -3,6 +3,7 @@
  * sessions bound to their principal and counted per client, DELETE ending one; and the edge facts
  * of one POST (`HttpEdge`) that `requestInfo` reads. Refusals are `ProtocolError`s.
  */
+import type { AuthInfo } from '../../auth/contract.js';
 import type { DirectoryAnswer, SessionDirectoryAccess } from '../../cluster/session-client.js';
 import type { Classified, EdgeFacts, LegacySession } from '../../protocol/eras/request-info.js';
 import { ErrorCode, ProtocolError } from '../../protocol/wire.js';
@@ -191,6 +192,8 @@ export class HttpEdge implements EdgeFacts, LegacySession {
   opened: string | undefined;
   /** Cluster mode: the capability bits of `opened`, for its Redis record. */
   openedCapabilities = 0;
+  /** The verified caller (with `auth`): RequestInfo.auth, ctx.auth. */
+  auth: AuthInfo | undefined = undefined;
   /** Cluster mode: the directory was already asked for the presented session (a second miss is a 404). */
   adoptTried = false;
 
