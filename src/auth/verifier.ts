@@ -21,6 +21,14 @@ export class TokenRejected extends Error {
 
 /** One JWKS or metadata fetch's time limit. */
 const kFetchTimeoutMs = 5_000;
+/**
+ * Verified tokens kept per worker: a client sends the same token on every request, and a signature
+ * check costs 60–120 µs (bench/results/auth.md). An entry lives until the token's `exp` but at most
+ * this long, so a key removed from the JWKS stops vouching for its tokens within it.
+ */
+const kVerifiedTtlMs = 60_000;
+/** At most this many verified tokens kept per worker (oldest dropped first). */
+const kMaxVerified = 4096;
 
 /** Scopes of a claims set: `scope` (space-separated, RFC 8693/9068) or `scp` (an array, or a string). */
 export function scopesOf(claims: Readonly<Record<string, unknown>>): readonly string[] {
@@ -57,6 +65,8 @@ export class JwtVerifier {
   /** Without a configured JWKS: each issuer's own, found through its metadata. */
   readonly #discovery = new Map<string, IssuerDiscovery>();
   readonly #byUrl = new Map<string, JwksCache>();
+  /** Token text → its verified facts and until when they may be reused (see kVerifiedTtlMs). */
+  readonly #verified = new Map<string, { readonly token: VerifiedToken; readonly until: number }>();
 
   constructor(auth: ResolvedAuth) {
     this.#auth = auth;
@@ -75,6 +85,23 @@ export class JwtVerifier {
 
   /** The token's facts; throws TokenRejected (401) or AuthUnavailable (the keys could not be fetched). */
   async verify(token: string): Promise<VerifiedToken> {
+    const now = Date.now();
+    const known = this.#verified.get(token);
+    if (known !== undefined) {
+      if (known.until > now) return known.token;
+      this.#verified.delete(token);
+    }
+    const verified = await this.#verifyNow(token);
+    // Reused only while unexpired (no clock tolerance here) and for at most kVerifiedTtlMs.
+    const until = Math.min(verified.expiresAt * 1000, now + kVerifiedTtlMs);
+    if (until > now) {
+      if (this.#verified.size >= kMaxVerified) this.#verified.delete(this.#verified.keys().next().value as string);
+      this.#verified.set(token, { token: verified, until });
+    }
+    return verified;
+  }
+
+  async #verifyNow(token: string): Promise<VerifiedToken> {
     let unverified: JWTPayload;
     try {
       unverified = decodeJwt(token);
