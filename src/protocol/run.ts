@@ -194,7 +194,7 @@ export class Run implements Running {
   /** Runs a `pool: true` tool on this request's row; a kill terminates its thread. */
   runInPool(pool: ToolPool, name: string, args: Record<string, unknown>, sink: ProgressSink | undefined): Promise<PoolOutcome> {
     this.#poolAbort = new AbortController();
-    return pool.run(name, args, this.#handle, sink, this.#poolAbort.signal);
+    return pool.run(name, args, this.#handle, sink, this.#poolAbort.signal, this.info.auth);
   }
 
   /** The kill timer fired: the pool task was terminated, not failed. */

@@ -129,7 +129,7 @@ export class ToolContext {
 
   /**
    * The caller's verified token (subject, scopes with the hierarchy applied, claims, expiry) when
-   * the server checks bearer tokens (`auth`); undefined otherwise (stdio, no `auth`, pool tools).
+   * the server checks bearer tokens (`auth`); undefined otherwise (stdio, no `auth`). Pool tools get a copy.
    */
   get auth(): AuthInfo | undefined {
     return this.#auth;

@@ -1,3 +1,4 @@
+import type { AuthInfo } from '../auth/contract.js';
 import { MessageChannel } from 'node:worker_threads';
 import type { Worker } from 'node:worker_threads';
 import { Piscina } from 'piscina';
@@ -22,6 +23,8 @@ export interface PoolTask {
   args: Record<string, unknown>;
   ref: TrackHandle['ref'];
   progress: import('node:worker_threads').MessagePort | undefined;
+  /** The caller's verified token (`ctx.auth`), plain data; undefined without `auth`. */
+  auth?: AuthInfo | undefined;
 }
 
 /** What a pool thread gets as its workerData. */
@@ -125,13 +128,13 @@ export class ToolPool {
     if (waiting !== undefined) for (const done of waiting) done();
   }
 
-  async run(name: string, args: Record<string, unknown>, handle: TrackHandle, sink: ProgressSink | undefined, signal: AbortSignal): Promise<PoolOutcome> {
+  async run(name: string, args: Record<string, unknown>, handle: TrackHandle, sink: ProgressSink | undefined, signal: AbortSignal, auth?: AuthInfo): Promise<PoolOutcome> {
     let channel: MessageChannel | undefined;
     if (sink !== undefined) {
       channel = new MessageChannel();
       channel.port1.on('message', (m: [number, number | undefined, string | undefined]) => sink(m[0], m[1], m[2]));
     }
-    const task: PoolTask = { name, args, ref: handle.ref, progress: channel?.port2 };
+    const task: PoolTask = { name, args, ref: handle.ref, progress: channel?.port2, auth };
     try {
       return (await this.#piscina.run(task, { signal, transferList: channel === undefined ? [] : [channel.port2] })) as PoolOutcome;
     } finally {

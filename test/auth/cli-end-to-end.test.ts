@@ -5,7 +5,7 @@
  * loopback by the test, real processes.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli, serveCli } from '../cli/helpers.js';
+import { kSluiceUrl, runCli, serveCli, tempDir } from '../cli/helpers.js';
 import type { Serving } from '../cli/helpers.js';
 import { signingKey, startIssuer, token } from './helpers.js';
 import type { SigningKey, TestIssuer } from './helpers.js';
@@ -22,7 +22,14 @@ describe('sluice serve --auth-* with sluice call --bearer', () => {
     const { freePort } = await import('../helpers/redis.js');
     const port = await freePort();
     audience = `http://127.0.0.1:${port}/mcp`;
-    serving = await serveCli(['--port', String(port), '--workers', '2', '--auth-issuer', as.issuer, '--auth-audience', audience, '--auth-jwks', as.jwksUrl, '--auth-scope', 'mcp']);
+    // Who the tools think is calling: inline in the HTTP worker, and in a pool thread.
+    const dir = tempDir({ 'tools.mjs': `import { defineTool } from '${kSluiceUrl}';
+const who = (_args, ctx) => \`\${ctx.auth?.subject} [\${ctx.auth?.scopes.join(' ')}]\`;
+export const echo = defineTool({ name: 'echo', description: 'echo', inputSchema: { type: 'object', properties: { text: { type: 'string' } } }, handler: ({ text }) => String(text) });
+export const whoami = defineTool({ name: 'whoami', description: 'the caller', inputSchema: { type: 'object', properties: {} }, handler: who });
+export const poolWhoami = defineTool({ name: 'pool_whoami', description: 'the caller, from the pool', pool: true, inputSchema: { type: 'object', properties: {} }, handler: who });
+` });
+    serving = await serveCli(['--port', String(port), '--workers', '2', '--tools', 'tools.mjs', '--auth-issuer', as.issuer, '--auth-audience', audience, '--auth-jwks', as.jwksUrl, '--auth-scope', 'mcp'], { cwd: dir });
   });
   afterAll(async () => {
     await serving?.stop();
@@ -33,6 +40,12 @@ describe('sluice serve --auth-* with sluice call --bearer', () => {
     const good = await token(key, as.issuer, { aud: audience, scope: 'mcp' });
     expect(await runCli(['call', serving.url, 'echo', '{"text":"hi"}', '--bearer', good])).toMatchObject({ code: 0, stdout: 'hi\n' });
     expect(await runCli(['call', serving.url, 'echo', '{"text":"env"}'], { env: { SLUICE_BEARER_TOKEN: good } })).toMatchObject({ code: 0, stdout: 'env\n' });
+  });
+
+  it('ctx.auth names the verified caller and its scopes, inline and in a pool thread', async () => {
+    const good = await token(key, as.issuer, { aud: audience, scope: 'mcp files:read', sub: 'carol' });
+    expect(await runCli(['call', serving.url, 'whoami', '--bearer', good])).toMatchObject({ code: 0, stdout: 'carol [mcp files:read]\n' });
+    expect(await runCli(['call', serving.url, 'pool_whoami', '--bearer', good])).toMatchObject({ code: 0, stdout: 'carol [mcp files:read]\n' });
   });
 
   it('no token, a wrong audience, or a missing scope: one line naming the metadata URL (and the scope), exit 1', async () => {

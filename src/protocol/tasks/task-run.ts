@@ -129,7 +129,7 @@ export class TaskRun {
       const pool = this.#host.pool;
       if (pool === undefined) throw new ProtocolError(ErrorCode.InternalError, `tool ${tool.name} runs in the pool, but the server has no pool`);
       this.#poolAbort = new AbortController();
-      return pool.run(tool.name, args, this.#handle, this.#progressSink(), this.#poolAbort.signal).then(poolOutput);
+      return pool.run(tool.name, args, this.#handle, this.#progressSink(), this.#poolAbort.signal, this.#auth).then(poolOutput);
     }
     const ctx = new ToolContext(this.#handle, {
       progress: this.#progressSink(), input, requester: this.#requester(), listChanged: this.#host.listChanged, auth: this.#auth,
