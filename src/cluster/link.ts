@@ -7,6 +7,7 @@
  * (visible to the caller, counted) instead of waiting in memory for a Redis that may not come back.
  */
 import { Redis } from 'ioredis';
+import { resubscribeOnReconnect } from './resubscribe.js';
 import { SluiceError } from '../errors.js';
 import type { ServerCounters } from '../telemetry/counters.js';
 import { Counter } from '../telemetry/counters.js';
@@ -64,8 +65,10 @@ export class ClusterLink {
       maxRetriesPerRequest: 1,
     };
     this.#redis = new Redis(options.redis, { ...common, enableOfflineQueue: false });
-    // The subscriber queues its SUBSCRIBE until connected and re-subscribes after each reconnect.
-    this.#subscriber = this.#redis.duplicate({ ...common, enableOfflineQueue: true, maxRetriesPerRequest: null, autoResubscribe: true });
+    // The subscriber queues its SUBSCRIBE until connected, and re-subscribes after each reconnect
+    // (resubscribeOnReconnect: ioredis's autoResubscribe can leave an unhandled rejection).
+    this.#subscriber = this.#redis.duplicate({ ...common, enableOfflineQueue: true, maxRetriesPerRequest: null, autoResubscribe: false });
+    resubscribeOnReconnect(this.#subscriber, () => [this.channel]);
     this.context = { redis: this.#redis, keyPrefix: options.keyPrefix, nodeId: options.nodeId };
     for (const connection of [this.#redis, this.#subscriber]) {
       // ioredis emits 'error' for every failed attempt: keep the text for the state-change line.

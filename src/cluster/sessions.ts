@@ -26,6 +26,7 @@ import type { MessagePort } from 'node:worker_threads';
 import type { Redis } from 'ioredis';
 import type { SessionStore } from '../sessions/store.js';
 import type { RedisContext } from './contract.js';
+import { resubscribeOnReconnect } from './resubscribe.js';
 import type { DirectoryAnswer, FromSessionHost, SessionDirectoryAccess, ToSessionHost } from './session-client.js';
 
 /** One session as the directory keeps it. */
@@ -78,7 +79,8 @@ export class RedisSessionDirectory {
     this.#channel = `${ctx.keyPrefix}sessions`;
     this.#ttlMs = ttlMs;
     // A subscriber queues its SUBSCRIBE until connected (the command connection may refuse offline commands).
-    const sub = this.#subscriber = ctx.redis.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null, autoResubscribe: true });
+    const sub = this.#subscriber = ctx.redis.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null, autoResubscribe: false });
+    resubscribeOnReconnect(sub, () => [this.#channel]);
     sub.on('message', (channel: string, message: string) => {
       if (channel !== this.#channel) return;
       const space = message.indexOf(' ');
@@ -98,7 +100,7 @@ export class RedisSessionDirectory {
     // Connection errors are state changes, reported through `subscriber`; ioredis reconnects.
     sub.on('error', () => {});
     sub.subscribe(this.#channel).catch(() => {
-      // Not connected yet: ioredis subscribes again when it connects (autoResubscribe).
+      // Not connected yet: subscribed again when it reconnects (resubscribeOnReconnect).
     });
   }
 
@@ -178,9 +180,13 @@ export class RedisSessionDirectory {
   async #run<T>(call: () => Promise<T>): Promise<T> {
     if (this.#redis.status !== 'ready') throw new DirectoryUnavailable(`redis is ${this.#redis.status}`);
     let timer: ReturnType<typeof setTimeout> | undefined;
+    const pending = call();
+    // When the timeout wins, the command may still fail later ("Connection is closed" once the
+    // link drops): that outcome is already answered, and must not surface as an unhandled rejection.
+    pending.catch(() => {});
     try {
       return await Promise.race([
-        call(),
+        pending,
         new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new DirectoryUnavailable('redis did not answer in time')), kCommandTimeoutMs); }),
       ]);
     } finally {

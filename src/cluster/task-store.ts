@@ -16,6 +16,7 @@ import { SluiceError } from '../errors.js';
 import { resolveTaskLimits } from '../tasks/limits.js';
 import type { TaskLimits, TaskStore } from '../tasks/store.js';
 import { isTerminal } from '../tasks/task.js';
+import { resubscribeOnReconnect } from './resubscribe.js';
 import type { NewTask, TaskChange, TaskDialect, TaskInputRequest, TaskPage, TaskRecord, TaskStatus } from '../tasks/task.js';
 import type { RedisContext } from './contract.js';
 import { kScripts } from './task-lua.js';
@@ -384,7 +385,8 @@ export class RedisTaskStore implements TaskStore {
   /** The one subscriber connection, made on the first watch (its offline queue on: it resubscribes after a reconnect). */
   #sub(): Redis {
     if (this.#subscriber !== undefined) return this.#subscriber;
-    const sub = this.#redis.duplicate({ enableOfflineQueue: true, lazyConnect: false });
+    const sub = this.#redis.duplicate({ enableOfflineQueue: true, lazyConnect: false, autoResubscribe: false });
+    resubscribeOnReconnect(sub, () => [...this.#watchers.keys()].map((taskId) => `${this.#prefix}task:${taskId}`));
     const channelPrefix = `${this.#prefix}task:`;
     const unpack = this.#unpack ??= import('msgpackr').then((m) => m.unpack);
     sub.on('messageBuffer', (channel: Buffer, message: Buffer) => {
@@ -414,7 +416,7 @@ export class RedisTaskStore implements TaskStore {
   #subscribe(taskId: string): void {
     if (this.#closed) return;
     this.#sub().subscribe(`${this.#prefix}task:${taskId}`).catch(() => {
-      // Redis down: the subscription is restored by ioredis when the connection comes back.
+      // Redis down: subscribed again when the connection comes back (resubscribeOnReconnect).
     });
   }
 
