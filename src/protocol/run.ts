@@ -96,7 +96,7 @@ export class Run implements Running {
     }
     if (out instanceof Promise) {
       this.#host.running.add(this);
-      this.#handle.signal.addEventListener('abort', () => this.#cancelled(), { once: true });
+      this.#handle.whenCancelled(() => this.#cancelled());
       out.then((result) => this.#succeed(result as Record<string, unknown>), (error) => this.fail(error));
     } else {
       this.#succeed(out as Record<string, unknown>);

@@ -1,6 +1,7 @@
 import { kFlagBit, kIdentityMask } from '../../native-free-shm/index.js';
 import type { ShmTable } from '../../native-free-shm/index.js';
 import { CancelledError } from '../errors.js';
+import { kEpochArmed } from './layout.js';
 import type { RequestId } from './key.js';
 
 /** What a handle needs of its registry (kept narrow so the handle cannot reach the rest). */
@@ -13,6 +14,8 @@ export interface HandleContext {
   readonly table: ShmTable;
   readonly words: Int32Array;
   readonly reasons: ReasonSource;
+  /** This thread's cancel watcher: set for the handles `track` makes here (rows this thread owns), not for adopted ones. */
+  readonly watcher?: CancelWatcher | undefined;
 }
 
 /** A structured-cloneable reference to a tracked request, for `Registry.adopt` in another thread. */
@@ -33,6 +36,68 @@ export const kRefusedInvalidId: TrackRefusal = Object.freeze({ ok: false, error:
 export const kRefusedCapacity: TrackRefusal = Object.freeze({ ok: false, error: 'in_flight_capacity_exhausted' });
 
 let settle: (handle: TrackHandle, removedCtl: number) => void;
+/** 0: live, not cancelled; 1: cancelled; 2: row gone without a cancellation. */
+let probe: (handle: TrackHandle) => 0 | 1 | 2;
+let fire: (handle: TrackHandle) => void;
+
+/**
+ * One per registry per thread: the handles of this thread's rows whose cancellation someone awaits
+ * (a run's `whenCancelled`, a handler's `signal`), and ONE `Atomics.waitAsync` on the thread's cancel
+ * epoch, which whoever flags a row this thread owns bumps and notifies (see `Registry.#raise`). On a
+ * wake it re-parks first, then checks only the handles it holds, so nothing is paid per request but a
+ * Set insert and delete.
+ */
+export class CancelWatcher {
+  readonly #words: Int32Array;
+  readonly #at: number;
+  readonly #watched = new Set<TrackHandle>();
+  #parked = false;
+  readonly #wake = (): void => {
+    this.#parked = false;
+    if (this.#watched.size === 0) return; // the next add parks again (and checks its own handle)
+    this.#park(); // before the scan: a cancel after it wakes us again
+    for (const handle of this.#watched) {
+      const state = probe(handle);
+      if (state === 0) continue;
+      this.#watched.delete(handle);
+      if (state === 1) fire(handle);
+    }
+  };
+
+  constructor(words: Int32Array, at: number) {
+    this.#words = words;
+    this.#at = at;
+  }
+
+  /** Handles awaiting cancellation now (tests, diagnostics). */
+  get size(): number {
+    return this.#watched.size;
+  }
+
+  add(handle: TrackHandle): void {
+    this.#watched.add(handle);
+    if (!this.#parked) this.#park();
+  }
+
+  delete(handle: TrackHandle): void {
+    this.#watched.delete(handle);
+  }
+
+  #park(): void {
+    const words = this.#words;
+    const at = this.#at;
+    if (words[at + kEpochArmed] === 0) Atomics.store(words, at + kEpochArmed, 1);
+    for (;;) {
+      const wait = Atomics.waitAsync(words, at, Atomics.load(words, at));
+      if (wait.async) {
+        this.#parked = true;
+        void wait.value.then(this.#wake);
+        return;
+      }
+      // The epoch moved between the load and the wait: read it again.
+    }
+  }
+}
 
 /**
  * One running request's row in the in-flight table. `cancelled` is one atomic load of the row's
@@ -49,10 +114,38 @@ export class TrackHandle {
   #flagged = false;
   #reason: string | undefined;
   #controller: AbortController | undefined;
+  /** Called once when the request is cancelled (the run's; see `whenCancelled`). */
+  #onCancel: (() => void) | undefined;
+  /** Held by this thread's watcher. */
+  #watching = false;
+  /** Untracked here: its row is gone. */
+  #released = false;
 
   static {
     settle = (handle, removedCtl) => {
+      handle.#released = true;
       if ((removedCtl & kFlagBit) !== 0) handle.#flagged = true;
+      // A cancelled handle stays with the watcher: the canceller's epoch bump (after its flag) is
+      // on its way, and the wake fires it as the per-row waiter used to.
+      if (handle.#watching && !handle.#flagged) {
+        handle.#watching = false;
+        handle.#ctx.watcher!.delete(handle);
+      }
+    };
+    probe = (handle) => {
+      const ctx = handle.#ctx;
+      const c = Atomics.load(ctx.words, ctx.table.ctlIndex(handle.slot));
+      if (((c ^ handle.ctl) & kIdentityMask) !== 0) return handle.#flagged ? 1 : 2;
+      if ((c & kFlagBit) === 0) return 0;
+      handle.#flagged = true;
+      return 1;
+    };
+    fire = (handle) => {
+      handle.#watching = false;
+      handle.#controller?.abort(new CancelledError(handle.reason));
+      const onCancel = handle.#onCancel;
+      handle.#onCancel = undefined;
+      onCancel?.();
     };
   }
 
@@ -91,11 +184,49 @@ export class TrackHandle {
 
   /**
    * Aborts (with a CancelledError) when the request is cancelled, from whatever thread. Made on first
-   * access; it parks an `Atomics.waitAsync` on the row, so nothing polls.
+   * access. A handle `track` made is driven by its thread's one cancel watcher; an adopted one parks
+   * an `Atomics.waitAsync` on its row. Nothing polls.
    */
   get signal(): AbortSignal {
-    this.#controller ??= this.#watch();
+    if (this.#controller === undefined) {
+      if (this.#ctx.watcher === undefined) {
+        this.#controller = this.#watch();
+      } else {
+        this.#controller = new AbortController();
+        if (this.cancelled) this.#controller.abort(new CancelledError(this.reason));
+        else this.#attach();
+      }
+    }
     return this.#controller.signal;
+  }
+
+  /**
+   * Calls `onCancel` once when the request is cancelled, from whatever thread (now, if it already
+   * is), after `signal` aborts. One callback per handle: the engine's run. Costs no AbortController
+   * and no wait of its own on a handle `track` made.
+   */
+  whenCancelled(onCancel: () => void): void {
+    if (this.cancelled) {
+      onCancel();
+      return;
+    }
+    if (this.#ctx.watcher === undefined) {
+      this.signal.addEventListener('abort', onCancel, { once: true });
+      return;
+    }
+    this.#onCancel = onCancel;
+    this.#attach();
+  }
+
+  #attach(): void {
+    if (this.#watching || this.#released) return;
+    this.#watching = true;
+    this.#ctx.watcher!.add(this);
+    // Flagged before the watcher read its epoch: that wake may have been spent already.
+    if (this.cancelled) {
+      this.#ctx.watcher!.delete(this);
+      fire(this);
+    }
   }
 
   get ref(): HandleRef {

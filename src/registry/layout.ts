@@ -13,6 +13,18 @@ export const kStDeleteVersion = 64;
 export const kStReclaimLock = 80;
 export const kStBuckets = 96;
 
+/**
+ * Per-thread cancel epochs, after the buckets: one 64-byte line per roster entry. Word 0 is bumped by
+ * whoever flags an in-flight row that entry owns; word 1 is 1 once that thread has parked a waiter on
+ * word 0 (so a canceller can skip Atomics.notify, which takes a process-wide lock, when nobody waits).
+ */
+export const kEpochStride = 16;
+export const kEpochArmed = 1;
+/** Word offset of entry 0's epoch line, for a state buffer with `buckets` bucket words. */
+export function epochBase(buckets: number): number {
+  return (kStBuckets + buckets + kEpochStride - 1) & ~(kEpochStride - 1);
+}
+
 /** Cancellation row values (Int32 words; cancelledAt is a Float64 over words 0-1). */
 export const kCvAt = 0;
 export const kCvStamp = 2;

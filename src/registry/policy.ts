@@ -13,7 +13,7 @@ import { kMaxKeyBytes, scopeEndOf } from './key.js';
 import type { KeyEncoder } from './key.js';
 import {
   kCounterCount, kCtEvictions, kCtExpired, kCtInFlightSwept, kCvAt, kCvReason, kCvScopeHash, kCvStamp, kIvOwner,
-  kStBuckets, kStDeleteVersion, kStPool, kStReclaimLock, kStRows,
+  epochBase, kEpochStride, kStBuckets, kStDeleteVersion, kStPool, kStReclaimLock, kStRows,
 } from './layout.js';
 import { kMaxReasonBytes } from './reason.js';
 
@@ -92,7 +92,7 @@ export function registryByteLength(options: RegistryOptions = {}): number {
   return Roster.byteLength(options.maxThreads ?? 1024, kCounterCount)
     + ShmTable.byteLength(inFlightCapacity, kMaxKeyBytes, 2)
     + ShmTable.byteLength(cancellationSlots(maxRows), kMaxKeyBytes, kCancelValueWords)
-    + (kStBuckets + bucketsFor(maxRows)) * 4;
+    + (epochBase(bucketsFor(maxRows)) + (options.maxThreads ?? 1024) * kEpochStride) * 4;
 }
 
 /** A cancellation row was deleted: its scope bucket, the row count, and the delete version move. */

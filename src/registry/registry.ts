@@ -4,7 +4,7 @@ import type { RosterDescriptor, RosterMember, TableDescriptor } from '../../nati
 import { SluiceError } from '../errors.js';
 import { requestCancelledChannel } from './channels.js';
 import type { RequestCancelledEvent } from './channels.js';
-import { TrackHandle, kRefusedCapacity, kRefusedInvalidId, settleHandle } from './handle.js';
+import { CancelWatcher, TrackHandle, kRefusedCapacity, kRefusedInvalidId, settleHandle } from './handle.js';
 import type { HandleContext, HandleRef, TrackRefusal } from './handle.js';
 import { KeyEncoder, kMaxKeyBytes, validRequestId, writeWtf8 } from './key.js';
 import type { RequestId } from './key.js';
@@ -12,8 +12,9 @@ import {
   kCounterCount, kCtAllowance, kCtCancellations, kCtCancellationsRefused, kCtEvictions, kCtExpired, kCtInFlightSwept, kCtTrackRefused,
   kCtTracked, kCtUntracked,
   kCvAt, kCvReason, kCvReasonLen, kCvScopeHash, kCvStamp, kIvOwner, kStBuckets, kStPool, kStMagic, kStRows, kStStamp,
-  kStateMagic, kTableCancellations, kTableInFlight,
+  kStateMagic, kTableCancellations, kTableInFlight, epochBase, kEpochArmed, kEpochStride,
 } from './layout.js';
+import { kTokenIndexBits } from '../../native-free-shm/layout.js';
 import { QuotaPolicy, checkCount, checkRegistryOptions, kCancelValueWords, rowGone } from './policy.js';
 import type { CleanupResult, RegistryOptions } from './policy.js';
 import { kMaxReasonBytes, sanitizeReason } from './reason.js';
@@ -78,7 +79,7 @@ export function createRegistry(options: RegistryOptions = {}): Registry {
     tableId: kTableCancellations,
     seed: inFlight.seed, // one hash serves both tables
   }, roster);
-  const state = new SharedArrayBuffer((kStBuckets + buckets) * 4);
+  const state = new SharedArrayBuffer((epochBase(buckets) + maxThreads * kEpochStride) * 4);
   const words = new Int32Array(state);
   words[kStPool] = inFlightCapacity;
   Atomics.store(words, kStMagic, kStateMagic);
@@ -124,6 +125,11 @@ export class Registry {
   /** Capacity a thread takes from the shared pool at a time (1 for small capacities: exact). */
   readonly #chunk: number;
   readonly #handles: HandleContext;
+  /** For adopted handles: rows another thread owns wait on the row itself. */
+  readonly #adopted: HandleContext;
+  /** Word of roster entry 0's cancel epoch in `#state`, and how many entries have one. */
+  readonly #epochs: number;
+  readonly #epochCount: number;
   /** Quota and eviction: called only when a bucket is at the quota, the cap is reached, or by cleanup. */
   readonly #policy: QuotaPolicy;
 
@@ -145,7 +151,12 @@ export class Registry {
     this.#counters = this.#member.counters;
     this.#cb = this.#member.counterBase;
     this.#enc = new KeyEncoder(this.#inFlight.seed);
-    this.#handles = { table: this.#inFlight, words: this.#inFlight.i32, reasons: this };
+    this.#epochs = epochBase(descriptor.buckets);
+    this.#epochCount = Math.max(0, Math.floor((this.#state.length - this.#epochs) / kEpochStride));
+    this.#adopted = { table: this.#inFlight, words: this.#inFlight.i32, reasons: this };
+    this.#handles = this.#member.index < this.#epochCount
+      ? { ...this.#adopted, watcher: new CancelWatcher(this.#state, this.#epochs + this.#member.index * kEpochStride) }
+      : this.#adopted;
     this.#chunk = Math.max(1, Math.min(32, Math.floor(this.inFlightCapacity / 256)));
     this.#policy = new QuotaPolicy({
       roster: this.#roster, inFlight: this.#inFlight, cancels: this.#cancels, state: this.#state, bucketMask: this.#bucketMask,
@@ -195,8 +206,8 @@ export class Registry {
   /** Stops tracking the handle's own row (a namesake's row stays). Idempotent. */
   untrack(handle: TrackHandle): void {
     const removed = this.#inFlight.remove(handle.slot, handle.ctl);
-    if (removed === 0) return;
     settleHandle(handle, removed);
+    if (removed === 0) return;
     const counters = this.#counters;
     counters[this.#cb + kCtUntracked]++;
     const allowance = this.#cb + kCtAllowance;
@@ -224,7 +235,7 @@ export class Registry {
 
   /** A handle for a request tracked in another thread (from its `ref`), to poll or wait on here. */
   adopt(ref: HandleRef): TrackHandle {
-    return new TrackHandle(this.#handles, ref.slot, ref.ctl, ref.id, ref.scope);
+    return new TrackHandle(this.#adopted, ref.slot, ref.ctl, ref.id, ref.scope);
   }
 
   /** True while at least one request with this id is tracked in this scope. */
@@ -256,8 +267,28 @@ export class Registry {
    */
   cancelRequest(handle: TrackHandle, reason: unknown): CancelResult {
     const result = this.#record(handle.id, reason, handle.scope, handle);
-    if (!result.ok) this.#inFlight.raise(handle.slot, handle.ctl);
+    if (!result.ok) this.#raise(handle.slot, handle.ctl);
     return kOk;
+  }
+
+  /**
+   * Flags one in-flight row and, if that changed it, bumps its owner's cancel epoch and wakes the
+   * owner's watcher (if it ever parked one). The owner is read before the flag: a successful raise
+   * proves the row was that incarnation throughout, so the owner read belongs to it.
+   */
+  #raise(slot: number, ctl: number): void {
+    const table = this.#inFlight;
+    const index = table.i32[table.valueIndex(slot) + kIvOwner]! & ((1 << kTokenIndexBits) - 1);
+    if (!table.raise(slot, ctl) || index >= this.#epochCount) return;
+    const state = this.#state;
+    const at = this.#epochs + index * kEpochStride;
+    Atomics.add(state, at, 1);
+    if (Atomics.load(state, at + kEpochArmed) !== 0) Atomics.notify(state, at);
+  }
+
+  /** This thread's handles awaiting a cancellation (tests, diagnostics). */
+  get watching(): number {
+    return this.#handles.watcher?.size ?? 0;
   }
 
   #record(id: unknown, reason: unknown, scope: string, only: TrackHandle | undefined): CancelResult {
@@ -306,8 +337,8 @@ export class Registry {
     const ctl = table.publish(slot, this.#member);
     // Raise the running requests' flags as soon as the row (and so the reason) is readable.
     const inFlight = this.#inFlight;
-    if (only !== undefined) inFlight.raise(only.slot, only.ctl);
-    else for (let s = inFlight.find(key.words, key.length, hash); s >= 0; s = inFlight.next()) inFlight.raise(s, inFlight.matchCtl);
+    if (only !== undefined) this.#raise(only.slot, only.ctl);
+    else for (let s = inFlight.find(key.words, key.length, hash); s >= 0; s = inFlight.next()) this.#raise(s, inFlight.matchCtl);
     // Keep one row per key: the newest stamp wins, so racing cancels never both remove each other.
     for (let s = table.find(key.words, key.length, hash); s >= 0; s = table.next()) {
       if (s === slot) continue;

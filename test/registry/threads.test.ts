@@ -68,6 +68,39 @@ describe('across threads', () => {
     expect(h.reason).toBe('from afar');
   });
 
+  it('whenCancelled hears a cancel from another thread through the thread\'s watcher, with no signal made', async () => {
+    const reg = createRegistry();
+    const p = await peer(reg);
+    const a = tracked(reg, 'a', 's');
+    const b = tracked(reg, 'b', 's');
+    const heard: string[] = [];
+    a.whenCancelled(() => heard.push('a'));
+    b.whenCancelled(() => heard.push('b'));
+    expect(reg.watching).toBe(2);
+    expect(await p.ask({ op: 'cancel', id: 'a', reason: 'only a', scope: 's' })).toEqual({ ok: true });
+    for (let i = 0; i < 200 && heard.length === 0; i++) await new Promise((r) => setTimeout(r, 2));
+    expect(heard).toEqual(['a']);
+    expect(reg.watching).toBe(1); // b is still awaited, and untracking it lets it go
+    reg.untrack(b);
+    expect(reg.watching).toBe(0);
+    expect(a.reason).toBe('only a');
+  });
+
+  it('a signal read late (after whenCancelled parked the watcher) aborts on a cancel from another thread', async () => {
+    const reg = createRegistry();
+    const p = await peer(reg);
+    const h = tracked(reg, 'late', 's');
+    let heard = 0;
+    h.whenCancelled(() => heard++);
+    await new Promise((r) => setTimeout(r, 5));
+    const signal = h.signal;
+    const fired = new Promise<unknown>((resolve) => signal.addEventListener('abort', () => resolve(signal.reason)));
+    expect(await p.ask({ op: 'cancel', id: 'late', reason: 'later', scope: 's' })).toEqual({ ok: true });
+    expect(await fired).toMatchObject({ name: 'CancelledError', reason: 'later' });
+    expect(heard).toBe(1);
+    expect(reg.watching).toBe(0);
+  });
+
   it('#32 cleanup removes in-flight rows of a thread that exited without untracking', async () => {
     const reg = createRegistry();
     const p = await peer(reg);
