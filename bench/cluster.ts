@@ -10,7 +10,6 @@
  * Nodes are pinned to CPU 1; wrk, this process and redis-server to CPU 0.
  * Results: bench/results/cluster.{md,json,svg}.
  */
-import { existsSync, readFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { join } from 'node:path';
 import { send } from './lib/http-client.js';
@@ -19,6 +18,7 @@ import { stopServer } from './lib/process.js';
 import type { Running } from './lib/process.js';
 import { startRedis } from './lib/redis.js';
 import { toJson, writeResults } from './lib/report.js';
+import { waitForRecord } from './lib/record.js';
 import { pct, range } from './lib/stats.js';
 import { svgBars } from './lib/svg.js';
 import { ensureTools, start, wrk, work } from './http/wrk.js';
@@ -37,16 +37,6 @@ async function openSession(port: number, agent: Agent | false = false): Promise<
   const init = await send(port, { path: '/mcp', method: 'POST', body: kInit, headers: { 'content-type': 'application/json', accept: kAccept } }, agent);
   if (init.status !== 200) throw new Error(`initialize on ${port}: ${init.status} ${init.body}`);
   return { 'content-type': 'application/json', accept: kAccept, 'mcp-protocol-version': '2025-11-25', 'mcp-session-id': String(init.headers['mcp-session-id']) };
-}
-
-async function waitFor(file: string, pattern: RegExp, timeoutMs = 10_000): Promise<RegExpExecArray> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const m = existsSync(file) ? pattern.exec(readFileSync(file, 'utf8')) : null;
-    if (m !== null) return m;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${pattern} in ${file}`);
-    await new Promise((r) => setTimeout(r, 1));
-  }
 }
 
 /** Legacy lifecycles (initialize on `a`, echo on `b`, DELETE on `a`), `concurrency` at a time, for `secondsToRun`. */
@@ -113,11 +103,11 @@ async function main(): Promise<void> {
         req.on('error', () => resolve());
         req.end(JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'wait_cancel', arguments: { record } } }));
       });
-      await waitFor(record, /started/);
+      await waitForRecord(record, /started/);
       await new Promise((r) => setTimeout(r, 2));
       const t0 = process.hrtime.bigint();
       await send(other ? b.port : a.port, { path: '/mcp', method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id } }), headers: session }, other ? cancellers.other : cancellers.same);
-      const seen = BigInt((await waitFor(record, /seen (\d+)/))[1]);
+      const seen = BigInt((await waitForRecord(record, /seen (\d+)/))[1]);
       await call;
       if (i >= 4) (other ? crossNode : sameNode).push(Number(seen - t0) / 1e6);
     }

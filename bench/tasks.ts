@@ -7,13 +7,14 @@
  * The server (two HTTP workers) is pinned to CPU 1, wrk and this process to CPU 0. Results:
  * bench/results/tasks.{md,json,svg}.
  */
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { join } from 'node:path';
 import { send } from './lib/http-client.js';
 import { machineLine, pin, pinSelf, pinned } from './lib/machine.js';
 import { stopServer } from './lib/process.js';
 import { toJson, writeResults } from './lib/report.js';
+import { waitForRecord } from './lib/record.js';
 import { pct, range } from './lib/stats.js';
 import { svgBars } from './lib/svg.js';
 import { collect, ensureTools, parseMs, start, work } from './http/wrk.js';
@@ -74,16 +75,6 @@ async function agentOn(port: number, worker?: string): Promise<{ agent: Agent; w
   throw new Error(`no connection landed on worker ${worker}`);
 }
 
-async function waitFor(file: string, pattern: RegExp, timeoutMs = 10_000): Promise<RegExpExecArray> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const m = existsSync(file) ? pattern.exec(readFileSync(file, 'utf8')) : null;
-    if (m !== null) return m;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${pattern} in ${file}`);
-    await new Promise((r) => setTimeout(r, 1));
-  }
-}
-
 async function main(): Promise<void> {
   ensureTools();
   if (pin) pinSelf(0);
@@ -128,7 +119,7 @@ async function main(): Promise<void> {
       if (viaTask) {
         const created = await send(s.port, { path: '/mcp', method: 'POST', body: rpc(`c${i}`, 'tools/call', { name: 'wait_cancel_task', arguments: { record } }), headers: modernHeaders('tools/call', 'wait_cancel_task') }, a.agent);
         const taskId = String(result(created.body).taskId);
-        await waitFor(record, /started/);
+        await waitForRecord(record, /started/);
         await new Promise((r) => setTimeout(r, 2));
         t0 = process.hrtime.bigint();
         await send(s.port, { path: '/mcp', method: 'POST', body: rpc(`x${i}`, 'tasks/cancel', { taskId }), headers: modernHeaders('tasks/cancel', taskId) }, b.agent);
@@ -139,14 +130,14 @@ async function main(): Promise<void> {
           req.on('error', () => resolve());
           req.end(JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'wait_cancel', arguments: { record } } }));
         });
-        await waitFor(record, /started/);
+        await waitForRecord(record, /started/);
         await new Promise((r) => setTimeout(r, 2));
         t0 = process.hrtime.bigint();
         await send(s.port, { path: '/mcp', method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id } }), headers: legacy }, b.agent);
-        await waitFor(record, /seen (\d+)/);
+        await waitForRecord(record, /seen (\d+)/);
         await call;
       }
-      const seen = BigInt((await waitFor(record, /seen (\d+)/))[1]);
+      const seen = BigInt((await waitForRecord(record, /seen (\d+)/))[1]);
       if (i >= 4) (viaTask ? taskCancel : notifyCancel).push(Number(seen - t0) / 1e6);
     }
     a.agent.destroy();

@@ -57,9 +57,8 @@ class ToolMethods {
       }
     }
     // Tools that never run as tasks (the common case) skip the decision entirely.
-    const asTask = tool.taskSupport !== undefined && tool.taskSupport !== 'forbidden' || params?.task !== undefined
-      ? this.#tasks.mode(run, tool, params) === 'task'
-      : false;
+    const mayBeTask = (tool.taskSupport !== undefined && tool.taskSupport !== 'forbidden') || params?.task !== undefined;
+    const asTask = mayBeTask && this.#tasks.mode(run, tool, params) === 'task';
     const args = params?.arguments ?? {};
     if (args === null || typeof args !== 'object' || Array.isArray(args)) throw new ProtocolError(ErrorCode.InvalidParams, 'arguments must be an object');
     // Compiled once by defineTool; an async Standard Schema comes back here with its parsed value.

@@ -132,21 +132,18 @@ export class TaskCalls {
         decided = true;
         this.#becomeTask(run, task, pending, unlink).then(resolve, reject);
       });
-      pending.then((value) => {
+      const direct = (answer: () => void): void => {
         if (decided) return;
         decided = true;
         clearImmediate(turn);
         unlink();
         task.releaseUnused();
-        resolve(toToolResult(task.tool, value));
-      }, (error: unknown) => {
-        if (decided) return;
-        decided = true;
-        clearImmediate(turn);
-        unlink();
-        task.releaseUnused();
-        reject(error);
-      });
+        answer();
+      };
+      pending.then(
+        (value) => direct(() => resolve(toToolResult(task.tool, value))),
+        (error: unknown) => direct(() => reject(error)),
+      );
     });
   }
 
