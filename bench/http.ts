@@ -17,11 +17,12 @@
  * get, where uWS has no binding here); that Node comes from .ci/node-versions (installed if missing).
  *
  * The scenarios live in bench/http/ (throughput: S0, S1, S7; lifecycle: S2; cpu-tools: S3; cancel: S4;
- * open-loop: S6), the report in bench/http/report.ts.
+ * open-loop: S6; validation: S8, argument validation on the tool path at 0, 5 and 20 properties), the
+ * report in bench/http/report.ts. S1 has the echo from an `async` handler at both eras beside the sync one.
  */
 import { median } from './lib/stats.js';
 import { s4 } from './http/cancel.js';
-import { contenders } from './http/contenders.js';
+import { contenders, kAsyncLabel, kModernAsyncLabel, kModernLabel, kSluiceLabel } from './http/contenders.js';
 import { s3 } from './http/cpu-tools.js';
 import { s2 } from './http/lifecycle.js';
 import { s6 } from './http/open-loop.js';
@@ -29,6 +30,7 @@ import { runs, writeReport } from './http/report.js';
 import type { Options } from './http/report.js';
 import { s0, s1, s7 } from './http/throughput.js';
 import type { Row } from './http/throughput.js';
+import { s8 } from './http/validation.js';
 import { ensureTools } from './http/wrk.js';
 
 /** `--only S1[,S4…]`: just these scenarios (figures for one part without the 15-minute full run). */
@@ -48,15 +50,18 @@ async function main(): Promise<void> {
   const rows: Row[] = [];
   const started = Date.now();
   if (!smoke && runs(o, 'S0')) await s0(rows, seconds, reps);
-  if (runs(o, 'S1')) await s1(rows, seconds, reps, smoke ? [32] : [1, 32, 64], smoke ? contenders.slice(0, 2) : contenders);
+  // Smoke: the ceiling and Sluice's four echo rows (sync and async, both eras), c=32 only.
+  const smokeSet = new Set([contenders[0].label, kSluiceLabel, kModernLabel, kAsyncLabel, kModernAsyncLabel]);
+  if (runs(o, 'S1')) await s1(rows, seconds, reps, smoke ? [32] : [1, 32, 64], smoke ? contenders.filter((c) => smokeSet.has(c.label)) : contenders);
   const latency = runs(o, 'S4') ? await s4(smoke ? 30 : 200, reps) : [];
   const lifecycle = smoke || !runs(o, 'S2') ? [] : await s2(seconds, reps);
   const cpu = smoke || !runs(o, 'S3') ? [] : await s3(quick ? 1 : 3, reps);
-  const peak = median(rows.find((r) => r.scenario === 'S1' && r.label === contenders[1].label && r.connections === (smoke ? 32 : 64))?.runs.map((r) => r.rps) ?? []);
+  const peak = median(rows.find((r) => r.scenario === 'S1' && r.label === kSluiceLabel && r.connections === (smoke ? 32 : 64))?.runs.map((r) => r.rps) ?? []);
   const soak = smoke || !runs(o, 'S6') || !Number.isFinite(peak) ? [] : await s6(peak, quick ? 5 : 60);
   const twoWorkers = smoke || !runs(o, 'S7') ? [] : await s7(seconds, reps);
+  const validation = smoke || !runs(o, 'S8') ? [] : await s8(quick ? 2 : 5, reps);
 
-  const { report, ratios, cancel, md, ceiling } = writeReport(o, { seconds, reps, started, rows, latency, lifecycle, cpu, peak, soak, twoWorkers });
+  const { report, ratios, cancel, md, ceiling } = writeReport(o, { seconds, reps, started, rows, latency, lifecycle, cpu, peak, soak, twoWorkers, validation });
   process.stdout.write(md);
   if (smoke) {
     // Fails only on a gross regression, each a ratio to the raw uWS ceiling measured in this run.

@@ -7,32 +7,15 @@
  *
  *   npm run bench:validation            (builds first; prints a Markdown table)
  */
-import * as z from 'zod';
 import { defineTool } from '../src/index.js';
 import { Refusal, checkArguments } from '../src/tools/define.js';
 import { checkSchema } from './legacy-schema-check.js';
+import { kPropertyCounts, shape } from './lib/schemas.js';
 
 const kRounds = 7;
 const kCallsPerRound = 200_000;
 
 type Check = (args: Record<string, unknown>) => unknown;
-
-function shapes(count: number): { json: Record<string, unknown>; zod: z.ZodObject; args: Record<string, unknown> } {
-  const properties: Record<string, unknown> = {};
-  const zodShape: Record<string, z.ZodType> = {};
-  const args: Record<string, unknown> = {};
-  for (let i = 0; i < count; i++) {
-    // A realistic mix: strings with bounds, integers with a range, an enum, a boolean.
-    switch (i % 4) {
-      case 0: properties[`p${i}`] = { type: 'string', minLength: 1, maxLength: 64 }; zodShape[`p${i}`] = z.string().min(1).max(64); args[`p${i}`] = `value-${i}`; break;
-      case 1: properties[`p${i}`] = { type: 'integer', minimum: 0, maximum: 1000 }; zodShape[`p${i}`] = z.number().int().min(0).max(1000); args[`p${i}`] = i; break;
-      case 2: properties[`p${i}`] = { type: 'string', enum: ['a', 'b', 'c'] }; zodShape[`p${i}`] = z.enum(['a', 'b', 'c']); args[`p${i}`] = 'b'; break;
-      default: properties[`p${i}`] = { type: 'boolean' }; zodShape[`p${i}`] = z.boolean(); args[`p${i}`] = true; break;
-    }
-  }
-  const json = { type: 'object', properties, required: Object.keys(properties), additionalProperties: false };
-  return { json, zod: z.object(zodShape).strict(), args };
-}
 
 /** Median nanoseconds per call over kRounds rounds (after one warm-up round). */
 function measure(check: Check, args: Record<string, unknown>): number {
@@ -50,8 +33,8 @@ function measure(check: Check, args: Record<string, unknown>): number {
 }
 
 const rows: string[] = [];
-for (const count of [0, 5, 20]) {
-  const { json, zod, args } = shapes(count);
+for (const count of kPropertyCounts) {
+  const { json, zod, args } = shape(count);
   const legacy: Check = (a) => checkSchema(json, a);
   const ajvTool = defineTool({ name: `ajv${count}`, description: '', inputSchema: json, handler: () => '' });
   const zodTool = defineTool({ name: `zod${count}`, description: '', inputSchema: zod, handler: () => '' });

@@ -12,11 +12,12 @@ import { median, pct, range } from '../lib/stats.js';
 import type { Range } from '../lib/stats.js';
 import { svgBars } from '../lib/svg.js';
 import type { Latency } from './cancel.js';
-import { contenders, kNode22Label } from './contenders.js';
+import { contenders, kAsyncLabel, kModernAsyncLabel, kModernLabel, kNode22Label, kSluiceLabel } from './contenders.js';
 import type { CpuRow } from './cpu-tools.js';
 import type { Lifecycle } from './lifecycle.js';
 import type { Soak } from './open-loop.js';
 import type { Row, TwoWorkersRun } from './throughput.js';
+import type { ValidationRow } from './validation.js';
 
 export interface Options {
   /** `--smoke`: S1 and S4 briefly, for CI. */
@@ -43,15 +44,16 @@ export interface Measured {
   peak: number;
   soak: Soak[];
   twoWorkers: TwoWorkersRun[];
+  validation: ValidationRow[];
 }
 
 /** Ratios, targets and the report object; writes the files and returns the report and its Markdown. */
 export function writeReport(o: Options, m: Measured) {
   const { smoke, quick, only } = o;
-  const { seconds, reps, started, rows, latency, lifecycle, cpu, peak, soak, twoWorkers } = m;
+  const { seconds, reps, started, rows, latency, lifecycle, cpu, peak, soak, twoWorkers, validation } = m;
   const byName = (label: string) => contenders.find((x) => x.label === label)!.label;
   const ceiling = contenders[0].label;
-  const sluice = contenders[1].label;
+  const sluice = kSluiceLabel;
   const ratios: Record<string, Range> = {};
   const ratio = (name: string, num: string, den: string, c: number) => {
     const a = rows.find((r) => r.scenario === 'S1' && r.label === num && r.connections === c);
@@ -64,8 +66,10 @@ export function writeReport(o: Options, m: Measured) {
     ratio(`Sluice / raw uWS ceiling, c=${c}`, sluice, ceiling, c);
     ratio(`Sluice / SDK v1 stateful, c=${c}`, sluice, byName('official SDK v1, stateful'), c);
     ratio(`Sluice / SDK v1 stateless, c=${c}`, sluice, byName('official SDK v1, stateless'), c);
-    ratio(`Sluice 2026-07-28 / SDK v2 handler 2026-07-28, c=${c}`, byName('Sluice, 2026-07-28 (1 HTTP worker)'), byName('official SDK v2 handler, 2026-07-28'), c);
-    ratio(`Sluice 2026-07-28 / Sluice 2025-11-25, c=${c}`, byName('Sluice, 2026-07-28 (1 HTTP worker)'), sluice, c);
+    ratio(`Sluice 2026-07-28 / SDK v2 handler 2026-07-28, c=${c}`, kModernLabel, byName('official SDK v2 handler, 2026-07-28'), c);
+    ratio(`Sluice 2026-07-28 / Sluice 2025-11-25, c=${c}`, kModernLabel, sluice, c);
+    ratio(`Sluice async echo / sync echo, 2025-11-25, c=${c}`, kAsyncLabel, sluice, c);
+    ratio(`Sluice async echo / sync echo, 2026-07-28, c=${c}`, kModernAsyncLabel, kModernLabel, c);
     // Node 22 over node:http (2 workers, one core) against the Node 20 raw uWS ceiling and SDK v1, same run.
     ratio(`Sluice Node 22 node:http ×2 / raw uWS ceiling (Node 20), c=${c}`, kNode22Label, ceiling, c);
     ratio(`Sluice Node 22 node:http ×2 / SDK v1 stateful, c=${c}`, kNode22Label, byName('official SDK v1, stateful'), c);
@@ -77,12 +81,24 @@ export function writeReport(o: Options, m: Measured) {
   const cancel = latency.map((l) => ({ mode: l.mode, n: l.samples.length, p50ms: pct(l.samples, 50), p99ms: pct(l.samples, 99), p999ms: pct(l.samples, 99.9), roundP50ms: range(l.rounds.filter((r) => r.length > 0).map((r) => pct(r, 50))) }));
   const cpuTools = cpu.map((c) => ({ us: c.us, mode: c.mode, p50ms: median(c.p50ms), p99ms: median(c.p99ms), rps: range(c.rps), loopDelayP50ms: median(c.loopP50ms), loopDelayP99ms: median(c.loopP99ms), loopDelayMaxMs: Math.max(...c.loopMaxMs) }));
   const dispatch = range(cpu.find((c) => c.us === 50 && c.mode === 'pool')?.p50ms.map((p, i) => (p - (cpu.find((x) => x.us === 50 && x.mode === 'inline')?.p50ms[i] ?? NaN)) * 1000) ?? [NaN]);
+  // Issue 17's targets (performance round 2), from this run's ratios; the registry's come from bench:registry.
+  const round2: Target[] = [];
+  const ratioTarget = (name: string, key: string, floor: number, into: Target[] = targets) => {
+    const r = ratios[key];
+    if (r !== undefined) into.push({ name, target: `≥ ${floor}`, actual: `${r.median.toFixed(2)} (${r.min.toFixed(2)}–${r.max.toFixed(2)})`, met: r.median >= floor });
+  };
+  for (const c of smoke ? [32] : [32, 64]) ratioTarget(`S1 echo ÷ raw uWS ceiling, legacy, c=${c}`, `Sluice / raw uWS ceiling, c=${c}`, 0.75, round2);
+  for (const c of smoke ? [32] : [32, 64]) ratioTarget(`S1 echo, 2026-07-28 ÷ legacy, c=${c}`, `Sluice 2026-07-28 / Sluice 2025-11-25, c=${c}`, 0.97, round2);
+  for (const c of smoke ? [32] : [32, 64]) {
+    ratioTarget(`S1 async echo ÷ sync echo, 2025-11-25, c=${c}`, `Sluice async echo / sync echo, 2025-11-25, c=${c}`, 0.95, round2);
+    ratioTarget(`S1 async echo ÷ sync echo, 2026-07-28, c=${c}`, `Sluice async echo / sync echo, 2026-07-28, c=${c}`, 0.95, round2);
+  }
+  if (!smoke) {
+    ratioTarget('S1 echo ÷ SDK v1 stateful, c=64', 'Sluice / SDK v1 stateful, c=64', 20, round2);
+    ratioTarget('S1 echo ÷ SDK v1 stateless, c=64', 'Sluice / SDK v1 stateless, c=64', 50, round2);
+  }
   // The SPEC §7 targets measured by this script (the registry ones come from bench:registry).
   const targets: Target[] = [];
-  const ratioTarget = (name: string, key: string, floor: number) => {
-    const r = ratios[key];
-    if (r !== undefined) targets.push({ name, target: `≥ ${floor}`, actual: `${r.median.toFixed(2)} (${r.min.toFixed(2)}–${r.max.toFixed(2)})`, met: r.median >= floor });
-  };
   for (const c of smoke ? [32] : [32, 64]) {
     ratioTarget(`tools/call echo ÷ raw uWS ceiling, c=${c}`, `Sluice / raw uWS ceiling, c=${c}`, 0.6);
     ratioTarget(`tools/call echo ÷ SDK v1 stateful, c=${c}`, `Sluice / SDK v1 stateful, c=${c}`, 10);
@@ -94,7 +110,7 @@ export function writeReport(o: Options, m: Measured) {
   // "Flat" read as: no growth. A falling RSS (the heap settling after the warm-up) is flat enough.
   const soakSlope = soak.length === 0 ? NaN : Math.max(...soak.map((x) => x.rssSlopeMbPerMin));
   if (soak.length > 0) targets.push({ name: 'RSS flat in 60 s soaks at 50 % and 80 % (largest RSS slope; no failed requests)', target: '≤ +1 MB/min', actual: `${soakSlope.toFixed(2)} MB/min, ${soak.reduce((a, x) => a + x.failed, 0)} failed`, met: soakSlope <= 1 && soak.every((x) => x.failed === 0) });
-  if (!smoke && registry !== undefined) targets.push(...registry.targets.map((t) => ({ ...t, name: `${t.name} (bench:registry)` })));
+  const registryTargets = smoke || registry === undefined ? [] : registry.targets.map((t) => ({ ...t, name: `${t.name} (bench:registry)` }));
   const report = {
     date: new Date().toISOString(),
     mode: `${smoke ? 'smoke' : quick ? 'quick' : 'full'}${only === undefined ? '' : `, only ${[...only].join(',')}`}`,
@@ -102,7 +118,9 @@ export function writeReport(o: Options, m: Measured) {
     pinned: pin,
     command: smoke ? 'npm run bench:smoke' : only !== undefined ? `npm run build && node dist/bench/http.js${quick ? ' --quick' : ''} --only ${[...only].join(',')}` : 'npm run bench',
     seconds, reps,
+    round2,
     targets,
+    registryTargets,
     ratios,
     rows: rows.map((r) => ({
       scenario: r.scenario, label: r.label, connections: r.connections,
@@ -122,6 +140,7 @@ export function writeReport(o: Options, m: Measured) {
       // Share of the busier thread per run (0.5 = even).
       busierShare: range(twoWorkers.map((r) => (r.perThread[0] ?? 0) / Math.max(1, r.perThread.reduce((a, b) => a + b, 0)))),
     },
+    validation: validation.map((v) => ({ properties: v.properties, checkedRps: range(v.checked), openRps: range(v.open), ratio: v.ratio, costUs: v.costUs, checkNs: v.checkNs })),
     registry,
     durationSeconds: Math.round((Date.now() - started) / 1000),
   };
@@ -133,6 +152,8 @@ export function writeReport(o: Options, m: Measured) {
     `- Date: ${report.date}`, `- Machine: ${report.machine}; server pinned to CPU 1, load generator to CPU 0: ${pin}`,
     `- Command: \`${report.command}\` (${seconds} s per run after a 1 s warm-up, ${reps} interleaved repeat(s)); run time ${report.durationSeconds} s`,
     ...(!smoke && registry !== undefined ? [`- S5 and the in-process cancel latencies: \`npm run bench:registry\` (${registry.timestamp}, run just before by \`npm run bench\`), see [registry-latest.md](registry-latest.md)`] : []),
+    ...(round2.length === 0 ? [] : ['', '## Issue 17 targets (performance round 2)', '', ...targetTable(round2)]),
+    ...(registryTargets.length === 0 ? [] : ['', `## Registry targets (\`npm run bench:registry\`, ${registry!.timestamp})`, '', ...targetTable(registryTargets)]),
     '', '## SPEC §7 targets', '',
     ...targetTable(targets),
     '', '## Ratios (same run; median, min–max over repeats)', '',
@@ -147,6 +168,12 @@ export function writeReport(o: Options, m: Measured) {
       `| mode | n | p50 ms | p99 ms | p99.9 ms | p50 per round (${reps}), min–max |`, '|---|---:|---:|---:|---:|---:|',
       ...cancel.map((c) => `| ${c.mode} | ${c.n} | ${f(c.p50ms, 3)} | ${f(c.p99ms, 3)} | ${f(c.p999ms, 3)} | ${f(c.roundP50ms.min, 3)}–${f(c.roundP50ms.max, 3)} |`),
       '', 'Percentiles pool every round. With a few hundred samples, p99.9 is close to the maximum. Polling and `ctx.signal` latencies inside one process are measured by `npm run bench:registry` (S5 section of registry-latest.md).',
+    ]),
+    ...(report.validation.length === 0 ? [] : [
+      '', '## Argument validation on the tool path (S8): full schema vs `{ type: \'object\' }`, same arguments, c=32', '',
+      '| properties | checked tool req/s | open tool req/s | checked ÷ open | cost µs/request (1/checked − 1/open) | the check alone, ns/call |', '|---:|---:|---:|---:|---:|---:|',
+      ...report.validation.map((v) => `| ${v.properties} | ${f(v.checkedRps.median, 0)} (${f(v.checkedRps.min, 0)}–${f(v.checkedRps.max, 0)}) | ${f(v.openRps.median, 0)} (${f(v.openRps.min, 0)}–${f(v.openRps.max, 0)}) | ${f(v.ratio.median, 3)} (${f(v.ratio.min, 3)}–${f(v.ratio.max, 3)}) | ${f(v.costUs.median, 2)} (${f(v.costUs.min, 2)}–${f(v.costUs.max, 2)}) | ${f(v.checkNs, 0)} |`),
+      '', 'One server (1 HTTP worker, CPU 1) serves both tools of each pair; their requests carry the very same arguments and get the same answer, so the bodies, JSON parsing and replies are equal and only the argument check differs (Ajv, compiled once by defineTool). The pairs are interleaved and their order alternates per repeat. The last column is `checkArguments` alone, timed in the benchmark process (median of 7 × 200 000 calls): the floor of the per-request cost. A negative cost is noise.',
     ]),
     ...(lifecycle.length === 0 ? [] : [
       '', '## Session per call (S2): initialize → initialized → tools/call → DELETE, 16 loops', '',
