@@ -19,6 +19,10 @@ import { machineLine, pinned } from './lib/machine.js';
 import { startServer, stopServer } from './lib/process.js';
 import { kRoot as root, mdTable, writeResults } from './lib/report.js';
 const kTop = 12;
+const argv = process.argv.slice(2);
+/** `--http-only`: skip the registry phases; `--out NAME`: write bench/results/NAME instead of profiles.md. */
+const httpOnly = argv.includes('--http-only');
+const outName = argv.includes('--out') ? argv[argv.indexOf('--out') + 1]! : 'profiles.md';
 
 interface CpuProfile {
   nodes: { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; children?: number[] }[];
@@ -106,7 +110,7 @@ async function main(): Promise<void> {
     `- Date: ${new Date().toISOString()}; ${machineLine()}`,
     '- Command: `npm run bench:profile` (`node --cpu-prof`, 100 µs sampling for the registry phases, 1 ms for the HTTP worker)', '',
   ];
-  for (const [phase, title] of [['lookups', 'Table lookups (target ≥ 50 M/s)'], ['insert-delete', 'Table insert+delete (target ≥ 15 M pairs/s)'], ['latency', 'Cancel → observed, polling (target ≤ 1 µs p50)']] as const) {
+  if (!httpOnly) for (const [phase, title] of [['lookups', 'Table lookups (target ≥ 50 M/s)'], ['insert-delete', 'Table insert+delete (target ≥ 15 M pairs/s)'], ['latency', 'Cancel → observed, polling (target ≤ 1 µs p50)']] as const) {
     process.stderr.write(`profiling --phase ${phase}...\n`);
     const { file, output } = profilePhase(phase);
     const figures = output.split('\n').filter((l) => /M\/s|µs/.test(l) && !l.startsWith('-')).slice(0, 6).map((l) => `    ${l.trim()}`);
@@ -117,7 +121,7 @@ async function main(): Promise<void> {
     const { file, rps } = await profileHttp(era);
     lines.push(...table(`tools/call echo, ${era === 'modern' ? '2026-07-28' : '2025-11-25'}: the HTTP worker thread`, `wrk -t1 -c32 -d10s against bench/servers/sluice-echo.mjs under \`--cpu-prof\`: ${rps.toFixed(0)} req/s while profiled.`, topFrames(file)));
   }
-  writeResults([['profiles.md', `${lines.join('\n')}\n`]]);
+  writeResults([[outName, `${lines.join('\n')}\n`]]);
   process.stdout.write(`${lines.join('\n')}\n`);
 }
 
