@@ -27,12 +27,17 @@ export interface RequestInfo {
    * (2026-07-28 without _meta logLevel).
    */
   readonly logLevel: number | undefined;
-  /** Legacy logging/setLevel: where the session keeps its level. */
-  readonly setLogLevel?: ((level: number) => void) | undefined;
+  /** Legacy logging/setLevel: where the session keeps its level (an object, so a request makes no closure for it). */
+  readonly levelStore?: LevelStore | undefined;
   /** Legacy: the capabilities the client declared at initialize (kept with its session). */
   readonly clientCapabilities?: Record<string, unknown> | undefined;
   /** The verified bearer token's caller (HTTP with `auth`), for `ctx.auth`; undefined otherwise. */
   readonly auth?: AuthInfo | undefined;
+}
+
+/** Where a legacy session keeps its log level. */
+export interface LevelStore {
+  setLogLevel(level: number): void;
 }
 
 /** A JSON-RPC response the client sent to one of our requests. */

@@ -4,7 +4,7 @@ import { requestKilledChannel, requestStopChannel } from '../telemetry/channels.
 import { Counter } from '../telemetry/counters.js';
 import type { ServerCounters } from '../telemetry/counters.js';
 import { ToolContext, kLogLevels } from '../tools/context.js';
-import type { ClientRequester, ListKind, LogSink, ProgressSink, RequestInput } from '../tools/context.js';
+import type { ClientRequester, ContextHost, ListKind, LogSink, ProgressSink, RequestInput } from '../tools/context.js';
 import type { PoolOutcome, ToolPool } from '../tools/pool.js';
 import type { Reply, RequestInfo, Running } from './contract.js';
 import type { EraRules } from './eras/rules.js';
@@ -46,7 +46,15 @@ export interface RunHost {
  * is armed only if the handler goes async. Handlers see the request through the public members;
  * the reply and the registry row stay private.
  */
-export class Run implements Running {
+/**
+ * The parts of every context a run makes, filled just before and emptied just after the
+ * constructor reads them (synchronously): no parts object per request.
+ */
+const kParts: { progress: ProgressSink | undefined; input: RequestInput | undefined; host: ContextHost | undefined; listChanged: ((kind: ListKind) => void) | undefined; auth: RequestInfo['auth'] } = {
+  progress: undefined, input: undefined, host: undefined, listChanged: undefined, auth: undefined,
+};
+
+export class Run implements Running, ContextHost {
   readonly id: JsonRpcId;
   readonly method: string;
   readonly info: RequestInfo;
@@ -57,7 +65,8 @@ export class Run implements Running {
   readonly #host: RunHost;
   readonly #reply: Reply;
   readonly #handle: TrackHandle;
-  readonly #started = performance.now();
+  /** When it started, for requestStopChannel (read only while someone listens: 0 otherwise). */
+  readonly #started = requestStopChannel.hasSubscribers ? performance.now() : 0;
   #ctx: ToolContext | undefined;
   /** Ids of requests this run sent to the client and still waits on (made on first use). */
   #awaiting: Set<string> | undefined;
@@ -184,9 +193,17 @@ export class Run implements Running {
 
   /** The context a handler of this request gets. */
   context(progress: ProgressSink | undefined, input: RequestInput | undefined): ToolContext {
-    const ctx = new ToolContext(this.#handle, {
-      progress, log: this.#logSink(), input, requester: this.#requester(), listChanged: this.#host.listChanged, auth: this.info.auth,
-    });
+    const parts = kParts;
+    parts.progress = progress;
+    parts.input = input;
+    parts.host = this; // the log sink and the requester are made on first use
+    parts.listChanged = this.#host.listChanged;
+    parts.auth = this.info.auth;
+    const ctx = new ToolContext(this.#handle, parts);
+    parts.progress = undefined;
+    parts.input = undefined;
+    parts.host = undefined;
+    parts.auth = undefined;
     this.#ctx = ctx;
     return ctx;
   }
@@ -226,7 +243,7 @@ export class Run implements Running {
   }
 
   /** The era allows it and there is a stream: a way for the handler to ask the client something. */
-  #requester(): ClientRequester | undefined {
+  requester(): ClientRequester | undefined {
     if (!this.era.clientRequests || !this.#reply.canStream) return undefined;
     return (method, params) => {
       if (this.#ended) return Promise.reject(new CancelledError('the request has ended'));
@@ -235,7 +252,7 @@ export class Run implements Running {
   }
 
   /** Log messages for this request, filtered by the client's level; undefined when none may be sent. */
-  #logSink(): LogSink | undefined {
+  logSink(): LogSink | undefined {
     const threshold = this.info.logLevel;
     if (threshold === undefined || !this.#reply.canStream) return undefined;
     return (level, data, logger) => {
@@ -293,7 +310,8 @@ export class Run implements Running {
     host.registry.clear(this.id, this.info.scope);
     this.#reply.released?.();
     if (requestStopChannel.hasSubscribers) {
-      requestStopChannel.publish({ method: this.method, durationMs: performance.now() - this.#started, status });
+      // A listener that came after the request started gets no duration for it (NaN).
+      requestStopChannel.publish({ method: this.method, durationMs: this.#started === 0 ? NaN : performance.now() - this.#started, status });
     }
   }
 }

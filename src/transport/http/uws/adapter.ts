@@ -36,14 +36,49 @@ function collectAll(name: string, value: string): void {
   repeated ??= addHeader(collecting, name, value);
 }
 
-// One corked write without a closure per call (cork runs its callback synchronously).
+// One corked write or response without a closure per call (cork runs its callback synchronously).
 let corkRes: UwsResponse;
 let corkChunk = '';
 let corkOk = true;
+let corkStatus = 200;
+const kNoHeaders: readonly (readonly [string, string])[] = [];
+let corkHeaders = kNoHeaders;
+let corkClose = false;
 function corkedWrite(): void {
   corkOk = corkRes.write(corkChunk);
 }
+function corkedRespond(): void {
+  const res = corkRes;
+  // uWS sends "200 OK" unless told otherwise: the common status costs no call.
+  if (corkStatus !== 200) res.writeStatus(statusLine(corkStatus));
+  const headers = corkHeaders;
+  for (let i = 0; i < headers.length; i++) res.writeHeader(headers[i]![0], headers[i]![1]);
+  if (corkStatus === 204) res.endWithoutBody(0, corkClose);
+  else res.end(corkChunk, corkClose);
+}
 function noop(): void {}
+
+/** Status lines, built once per status. */
+const kStatusLines = new Map<number, string>();
+function statusLine(status: number): string {
+  let line = kStatusLines.get(status);
+  if (line === undefined) {
+    line = `${status} ${kStatusText[status] ?? ''}`;
+    kStatusLines.set(status, line);
+  }
+  return line;
+}
+
+/** uWS reports methods in lower case: the usual ones map to constants instead of a new string each. */
+function upperMethod(method: string): string {
+  switch (method) {
+    case 'post': return 'POST';
+    case 'get': return 'GET';
+    case 'delete': return 'DELETE';
+    case 'options': return 'OPTIONS';
+    default: return method.toUpperCase();
+  }
+}
 
 /** uWebSockets.js adapter. Several threads may listen on one port (SO_REUSEPORT, Linux). */
 export function listenUws(options: AdapterOptions): Promise<Listening> {
@@ -101,7 +136,9 @@ class UwsExchange implements Exchange {
   readonly #headers = new Map<string, string>();
   readonly #open: Set<UwsExchange>;
   #onAbort: (() => void) | undefined;
-  #chunks: Buffer[] = [];
+  /** The body's first chunk, and the rest when it came in several (most come in one). */
+  #first: Buffer | undefined;
+  #more: Buffer[] | undefined;
   #size = 0;
   #complete = false;
   #tooLarge = false;
@@ -124,7 +161,7 @@ class UwsExchange implements Exchange {
   constructor(res: UwsResponse, req: UwsRequest, options: AdapterOptions, open: Set<UwsExchange>) {
     this.#res = res;
     this.#open = open;
-    const method = req.getMethod().toUpperCase();
+    const method = upperMethod(req.getMethod());
     this.method = method;
     const url = req.getUrl();
     const q = url.indexOf('?');
@@ -160,7 +197,8 @@ class UwsExchange implements Exchange {
         // Node's shared pool (every byte is overwritten here) instead of a fresh backing store.
         const copy = Buffer.allocUnsafe(chunk.byteLength);
         copy.set(new Uint8Array(chunk));
-        this.#chunks.push(copy);
+        if (this.#first === undefined) this.#first = copy;
+        else (this.#more ??= []).push(copy);
         if (isLast) {
           this.#complete = true;
           this.#deadline = 0;
@@ -199,14 +237,18 @@ class UwsExchange implements Exchange {
     }
     if (this.#complete) {
       const body = this.#body();
-      this.#chunks = [];
+      this.#first = undefined;
+      this.#more = undefined;
       return Promise.resolve(body);
     }
     return new Promise((resolve) => { this.#waiter = resolve; });
   }
 
   #body(): Uint8Array {
-    return this.#chunks.length === 1 ? this.#chunks[0] : Buffer.concat(this.#chunks, this.#size);
+    const first = this.#first;
+    if (first === undefined) return Buffer.alloc(0);
+    const more = this.#more;
+    return more === undefined ? first : Buffer.concat([first, ...more], this.#size);
   }
 
   /** The adapter's sweep: a body still incomplete past its deadline gets 408. */
@@ -221,7 +263,8 @@ class UwsExchange implements Exchange {
     this.#deadline = 0;
     const waiter = this.#waiter;
     this.#waiter = undefined;
-    this.#chunks = [];
+    this.#first = undefined;
+    this.#more = undefined;
     waiter?.(body);
   }
 
@@ -235,19 +278,21 @@ class UwsExchange implements Exchange {
   respond(status: number, headers: readonly (readonly [string, string])[], body: string, closeConnection = false): void {
     if (this.aborted || this.#ended) return;
     this.#ended = true;
-    this.#res.cork(() => {
-      this.#res.writeStatus(`${status} ${kStatusText[status] ?? ''}`);
-      for (const [k, v] of headers) this.#res.writeHeader(k, v);
-      if (status === 204) this.#res.endWithoutBody(0, closeConnection);
-      else this.#res.end(body, closeConnection);
-    });
+    corkRes = this.#res;
+    corkStatus = status;
+    corkHeaders = headers;
+    corkChunk = body;
+    corkClose = closeConnection;
+    this.#res.cork(corkedRespond);
+    corkChunk = ''; // keep neither the body nor the headers alive until the next response
+    corkHeaders = kNoHeaders;
     this.#finish();
   }
 
   startStream(status: number, headers: readonly (readonly [string, string])[]): void {
     if (this.aborted || this.#ended) return;
     this.#res.cork(() => {
-      this.#res.writeStatus(`${status} ${kStatusText[status] ?? ''}`);
+      this.#res.writeStatus(statusLine(status));
       for (const [k, v] of headers) this.#res.writeHeader(k, v);
       this.#res.write(''); // sends the status line and headers now
     });
