@@ -1,3 +1,6 @@
+/** What `Exchange.readBody` calls back with. */
+export type BodyCallback = (body: Uint8Array | 'too_large' | undefined) => void;
+
 /**
  * The contract an HTTP adapter fills (hono's idea, smaller). The protocol side sees only this;
  * only `uws/` imports uWebSockets.js and only `node/` imports node:http.
@@ -24,11 +27,13 @@ export interface Exchange {
    */
   readonly duplicateHeader: string | undefined;
   /**
-   * Reads the whole body, at most `limit` bytes. Resolves `undefined` if the client went away, and
-   * `'too_large'` past the limit (the adapter has then already answered 413 and closed). A body that
-   * arrived before this call (e.g. while an authenticate hook was waiting) is returned whole.
+   * Reads the whole body, at most `limit` bytes, and calls `done` once with it: `undefined` if the
+   * client went away, `'too_large'` past the limit (the adapter has then already answered 413 and
+   * closed). A body that arrived before this call (e.g. while an authenticate hook was waiting) is
+   * given whole, at once (`done` may run before readBody returns). A callback, not a promise: the
+   * request then runs in the adapter's own data callback, without a microtask hop.
    */
-  readBody(limit: number): Promise<Uint8Array | 'too_large' | undefined>;
+  readBody(limit: number, done: BodyCallback): void;
   /** Called once if the client goes away (or `destroy()` is called) before the exchange ended. */
   onAbort(listener: () => void): void;
   /** True once the client is gone. */
