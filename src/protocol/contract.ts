@@ -68,8 +68,10 @@ export interface Reply {
   dropLog?(): void;
   /**
    * The request did not finish synchronously: `running` is its handle (the same one handleRequest
-   * returns). Called exactly once, inside handleRequest, before it returns; never for a request
-   * answered (or refused) synchronously. A transport keeps it to cancel when its client goes away.
+   * returns). Called at most once, when the event-loop turn in which the handler went async ends
+   * with it still running (most async handlers settle within that turn's microtasks and never
+   * cost a watch); never for a request answered (or refused) synchronously. A transport keeps it
+   * to cancel when its client goes away, and must check then whether its client already went.
    */
   started?(running: Running): void;
   /** The final JSON-RPC response. `httpStatus` for transports that have one. */

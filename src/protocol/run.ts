@@ -30,7 +30,7 @@ export interface RunHost {
   readonly counters: ServerCounters;
   readonly streamCancelTimeoutMs: number;
   /** Runs whose handler went async and has not settled (shutdown cancels them). */
-  readonly running: Set<Run>;
+  readonly running: AsyncRuns;
   /** A tool announced a list change. */
   readonly listChanged: (kind: ListKind) => void;
   logFailure(method: string, target: string, error: unknown): void;
@@ -38,6 +38,44 @@ export interface RunHost {
   requestClient(run: Run, method: string, params: Record<string, unknown>): Promise<unknown>;
   /** Rejects a request sent to the client that will never be answered now. */
   abandonClientRequest(id: string, error: Error): void;
+}
+
+/**
+ * The runs of one engine whose handler went async. Most async handlers settle within the
+ * microtasks of the turn that started them: arming a run (the registry's cancel watch, the reply's
+ * disconnect listener, shutdown's set) only when it is still running at the end of that turn (one
+ * setImmediate for all of them) spares those runs every bit of it.
+ */
+export class AsyncRuns {
+  /** Armed runs, still running (shutdown cancels them). */
+  readonly watching = new Set<Run>();
+  #pending: Run[] = [];
+  #spare: Run[] = [];
+  #scheduled = false;
+  readonly #flush = (): void => this.flush();
+
+  add(run: Run): void {
+    this.#pending.push(run);
+    if (!this.#scheduled) {
+      this.#scheduled = true;
+      setImmediate(this.#flush);
+    }
+  }
+
+  /** Arms the runs still running that went async since the last flush. */
+  flush(): void {
+    this.#scheduled = false;
+    const pending = this.#pending;
+    this.#pending = this.#spare;
+    for (let i = 0; i < pending.length; i++) pending[i]!.arm();
+    pending.length = 0;
+    this.#spare = pending;
+  }
+
+  /** Runs still running, or went async this turn (some of which may have settled since). */
+  get size(): number {
+    return this.watching.size + this.#pending.length;
+  }
 }
 
 /**
@@ -72,6 +110,8 @@ export class Run implements Running, ContextHost {
   #awaiting: Set<string> | undefined;
   /** Released: untracked and cleared. */
   #settled = false;
+  /** Async and still running at the end of its first turn: watched (see `arm`). */
+  #armed = false;
   /** Nothing more may be written to the reply. */
   #ended = false;
   #kill: ReturnType<typeof setTimeout> | undefined;
@@ -104,12 +144,24 @@ export class Run implements Running, ContextHost {
       return;
     }
     if (out instanceof Promise) {
-      this.#host.running.add(this);
-      this.#handle.whenCancelled(() => this.#cancelled());
+      this.#host.running.add(this); // armed at the end of this turn if still running (`arm`)
       out.then((result) => this.#succeed(result as Record<string, unknown>), (error) => this.fail(error));
     } else {
       this.#succeed(out as Record<string, unknown>);
     }
+  }
+
+  /**
+   * The end of the turn in which the handler went async found it still running: from now on a
+   * cancel (the registry's watcher) or the client going (the reply's `started`) reaches it. Both
+   * check the state first, so one that came meanwhile is acted on at once.
+   */
+  arm(): void {
+    if (this.#settled || this.#armed) return;
+    this.#armed = true;
+    this.#host.running.watching.add(this);
+    this.#reply.started?.(this); // first: a cancel that came meanwhile then reaches a started reply
+    if (!this.#settled) this.#handle.whenCancelled(() => this.#cancelled());
   }
 
   fail(error: unknown): void {
@@ -303,7 +355,7 @@ export class Run implements Running, ContextHost {
     if (this.#settled) return;
     this.#settled = true;
     const host = this.#host;
-    host.running.delete(this);
+    if (this.#armed) host.running.watching.delete(this);
     if (this.#kill !== undefined) clearTimeout(this.#kill);
     this.#abandonClientRequests('the request has ended');
     host.registry.untrack(this.#handle);
