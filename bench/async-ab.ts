@@ -1,7 +1,9 @@
 /**
  * Issue 17's S1 ratios in one interleaved run, one pinned core (server on CPU 1, wrk on CPU 0):
  * the raw uWS ceiling (uws-echo.mjs) and Sluice's echo (sluice-echo.mjs, 1 HTTP worker) from a
- * sync handler (`echo`) and an async one (`echo_async`), at both eras. Each rep runs the five
+ * sync handler (`echo`) and an async one (`echo_async`), at both eras, and the raw echo of the
+ * 2026-07-28 request too (its bigger body is what that era costs any server), and the hardened
+ * floor (uws-floor.mjs: the raw echo plus the per-request reads hardening needs, no protocol logic). Each rep runs the
  * endpoints in a rotated order, so drift favours none. Writes bench/results/async-ab.md (or `--out NAME`):
  * legacy ÷ ceiling, modern ÷ legacy, and async ÷ sync per era, per rep and as min–max and median.
  *
@@ -38,6 +40,8 @@ const legacy = legacyEcho();
 const modern = modernEcho();
 const kRuns = [
   { key: 'ceiling', label: 'raw uWS echo', endpoint: { path: '/mcp', method: 'POST', body: legacy.body, headers: { 'content-type': 'application/json' } } as Endpoint },
+  { key: 'ceilingModern', label: 'raw uWS echo, 2026-07-28 request', endpoint: { path: '/mcp', method: 'POST', body: modern.body, headers: modern.headers } as Endpoint },
+  { key: 'floor', label: 'hardened uWS floor', endpoint: { path: '/mcp', method: 'POST', body: legacy.body, headers: legacy.headers } as Endpoint },
   { key: 'legacy', label: 'legacy sync', endpoint: legacy },
   { key: 'legacyAsync', label: 'legacy async', endpoint: asyncOf(legacy) },
   { key: 'modern', label: '2026-07-28 sync', endpoint: modern },
@@ -46,21 +50,26 @@ const kRuns = [
 type Key = (typeof kRuns)[number]['key'];
 const kRatios: readonly { name: string; of: Key; over: Key }[] = [
   { name: 'legacy ÷ ceiling', of: 'legacy', over: 'ceiling' },
+  { name: 'hardened floor ÷ ceiling', of: 'floor', over: 'ceiling' },
+  { name: 'legacy ÷ hardened floor', of: 'legacy', over: 'floor' },
   { name: '2026-07-28 ÷ ceiling', of: 'modern', over: 'ceiling' },
   { name: '2026-07-28 ÷ legacy', of: 'modern', over: 'legacy' },
+  { name: 'ceiling: 2026-07-28 request ÷ legacy request', of: 'ceilingModern', over: 'ceiling' },
+  { name: '2026-07-28 ÷ its own ceiling', of: 'modern', over: 'ceilingModern' },
   { name: 'async ÷ sync, legacy', of: 'legacyAsync', over: 'legacy' },
   { name: 'async ÷ sync, 2026-07-28', of: 'modernAsync', over: 'modern' },
 ];
 
 ensureTools();
 const ceiling = await start('uws-echo.mjs');
+const floor = await start('uws-floor.mjs');
 const sluice = await start('sluice-echo.mjs', ['nosessions', '1']);
-const serverOf = (key: Key): Running => (key === 'ceiling' ? ceiling : sluice);
-const rps: Record<Key, number[]> = { ceiling: [], legacy: [], legacyAsync: [], modern: [], modernAsync: [] };
-const cpu: Record<Key, number[]> = { ceiling: [], legacy: [], legacyAsync: [], modern: [], modernAsync: [] };
+const serverOf = (key: Key): Running => (key === 'ceiling' || key === 'ceilingModern' ? ceiling : key === 'floor' ? floor : sluice);
+const rps = Object.fromEntries(kRuns.map((r) => [r.key, [] as number[]])) as Record<Key, number[]>;
+const cpu = Object.fromEntries(kRuns.map((r) => [r.key, [] as number[]])) as Record<Key, number[]>;
 try {
   for (const r of kRuns) {
-    if (r.key !== 'ceiling') checkEcho(r.label, await send(sluice.port, r.endpoint));
+    if (serverOf(r.key) === sluice) checkEcho(r.label, await send(sluice.port, r.endpoint));
     await wrk(serverOf(r.key).port, r.endpoint, connections, 2, serverOf(r.key).pid); // warm-up (JIT)
   }
   for (let rep = 0; rep < reps; rep++) {
@@ -77,6 +86,7 @@ try {
   }
 } finally {
   await stopServer(sluice);
+  await stopServer(floor);
   await stopServer(ceiling);
 }
 
@@ -86,7 +96,7 @@ const ratios = (of: Key, over: Key, table: Record<Key, number[]>, inverse = fals
   table[of].map((x, i) => (inverse ? table[over][i]! / x : x / table[over][i]!));
 const lines = [
   `# S1 echo ratios: ceiling, eras, async${label === '' ? '' : `: ${label}`}`, '',
-  `One HTTP worker (\`sluice-echo.mjs nosessions 1\`) and the raw uWS echo (\`uws-echo.mjs\`), server pinned to CPU 1 and wrk -t1 to CPU 0, c = ${connections}, ${seconds} s per run, ${reps} reps, the five runs of a rep in a rotated order. ${machineLine()}`, '',
+  `One HTTP worker (\`sluice-echo.mjs nosessions 1\`) and the raw uWS echo (\`uws-echo.mjs\`), server pinned to CPU 1 and wrk -t1 to CPU 0, c = ${connections}, ${seconds} s per run, ${reps} reps, the ${kRuns.length} runs of a rep in a rotated order. ${machineLine()}`, '',
   'Command: `node dist/bench/async-ab.js' + ` --reps ${reps} --seconds ${seconds} --connections ${connections}\``, '',
   '| rep | ' + kRuns.map((r) => `${r.label} req/s`).join(' | ') + ' |', '|---:|' + kRuns.map(() => '---:').join('|') + '|',
   ...rps.ceiling.map((_, i) => `| ${i + 1} | ${kRuns.map((r) => `${f(rps[r.key][i]!)} (${f(cpu[r.key][i]!, 1)} µs)`).join(' | ')} |`),
