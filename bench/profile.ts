@@ -98,7 +98,9 @@ function echoRequest(era: Era): { body: string; headers: Record<string, string> 
 /** One server script under --cpu-prof while wrk -c32 loads it for 10 s: its busiest thread's profile. */
 async function profileServer(script: string, era: Era): Promise<{ file: string; rps: number }> {
   const dir = mkdtempSync(join(tmpdir(), `sluice-prof-http-${era}-`));
-  const args = ['--cpu-prof', `--cpu-prof-dir=${dir}`, join(root, 'bench', 'servers', script)];
+  // The raw uWS scripts have no SIGTERM handler, and a process killed by a signal writes no profile.
+  const exitOnTerm = script.startsWith('uws-') ? ['--import', 'data:text/javascript,process.on("SIGTERM",()=>process.exit(0))'] : [];
+  const args = ['--cpu-prof', `--cpu-prof-dir=${dir}`, ...exitOnTerm, join(root, 'bench', 'servers', script)];
   const server = await startServer(args, 1);
   const port = server.port;
   const { body, headers } = echoRequest(era);
@@ -155,7 +157,10 @@ async function main(): Promise<void> {
   const lines = [
     '# CPU profiles of the paths behind the SPEC §7 targets', '',
     `- Date: ${new Date().toISOString()}; ${machineLine()}`,
-    '- Command: `npm run bench:profile` (`node --cpu-prof`, 100 µs sampling for the registry phases, 1 ms for the HTTP worker)', '',
+    '- Command: `npm run bench:profile` (`node --cpu-prof`, 100 µs sampling for the registry phases, 1 ms for the HTTP worker)',
+    '- Issue 17 (HTTP hot path): the HTTP sections show each worker profile beside the one taken before the work',
+    '  (bench/results/profiles-before.md, 2fcf0b4) and the raw uWS echo profiled the same way; targets, ratios',
+    '  and what the remaining time is: bench/results/hot-path.md. These HTTP sections: `node dist/bench/profile.js --http-only`.', '',
   ];
   if (httpOnly) {
     // Keep the registry sections already there (another run's): only the HTTP sections are redone.
