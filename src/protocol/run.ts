@@ -79,12 +79,6 @@ export class AsyncRuns {
 }
 
 /**
- * One request from dispatch to release: track → run → untrack → clear. Methods live on the
- * prototype, so a request allocates one object, not a closure per step; the cancellation watcher
- * is armed only if the handler goes async. Handlers see the request through the public members;
- * the reply and the registry row stay private.
- */
-/**
  * The parts of every context a run makes, filled just before and emptied just after the
  * constructor reads them (synchronously): no parts object per request.
  */
@@ -92,6 +86,12 @@ const kParts: { progress: ProgressSink | undefined; input: RequestInput | undefi
   progress: undefined, input: undefined, host: undefined, listChanged: undefined, auth: undefined,
 };
 
+/**
+ * One request from dispatch to release: track → run → untrack → clear. Methods live on the
+ * prototype, so a request allocates one object, not a closure per step; the cancellation watcher
+ * is armed only if the handler goes async and is still running when that turn ends (`AsyncRuns`).
+ * Handlers see the request through the public members; the reply and the registry row stay private.
+ */
 export class Run implements Running, ContextHost {
   readonly id: JsonRpcId;
   readonly method: string;
