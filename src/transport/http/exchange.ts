@@ -90,6 +90,40 @@ export function wantedHeader(name: string): boolean {
 }
 
 /**
+ * The constant of `kRequestHeaders` equal to this (lower-case) name, else undefined. Adapters key
+ * their header Map by it: a Map lookup then uses the constant's precomputed hash, where each
+ * request's own name string (new every time) would be hashed first; the length switch makes most
+ * names one comparison.
+ */
+export function knownHeader(name: string): string | undefined {
+  switch (name.length) {
+    case 4: return name === 'host' ? 'host' : undefined;
+    case 6: return name === 'accept' ? 'accept' : name === 'origin' ? 'origin' : name === 'cookie' ? 'cookie' : undefined;
+    case 8: return name === 'mcp-name' ? 'mcp-name' : undefined;
+    case 10: return name === 'mcp-method' ? 'mcp-method' : undefined;
+    case 12: return name === 'content-type' ? 'content-type' : undefined;
+    case 13: return name === 'authorization' ? 'authorization' : name === 'last-event-id' ? 'last-event-id' : undefined;
+    case 14: return name === 'content-length' ? 'content-length' : name === 'mcp-session-id' ? 'mcp-session-id' : undefined;
+    case 15: return name === 'x-forwarded-for' ? 'x-forwarded-for' : undefined;
+    case 20: return name === 'mcp-protocol-version' ? 'mcp-protocol-version' : undefined;
+    case 29: return name === 'access-control-request-method' ? 'access-control-request-method' : undefined;
+    case 30: return name === 'access-control-request-headers' ? 'access-control-request-headers' : undefined;
+    default: return undefined;
+  }
+}
+
+/**
+ * Copies one request header by the rules of `Exchange.header` (every header with `all`, else the
+ * wanted ones); returns `name` when it repeats a `kSingleHeaders` header. Shared by the adapters.
+ */
+export function collectHeader(headers: Map<string, string>, name: string, value: string, all: boolean): string | undefined {
+  const known = knownHeader(name);
+  if (known !== undefined) return addHeader(headers, known, value);
+  if (all || (name.length > 10 && name.startsWith('mcp-param-'))) return addHeader(headers, name, value);
+  return undefined;
+}
+
+/**
  * Security-relevant headers a request may carry only once: a repeat makes `duplicateHeader` name it
  * (two values for one of these let a proxy and the server see different requests). Each is also in
  * `kRequestHeaders`, so the check needs no extra header copies.

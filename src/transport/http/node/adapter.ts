@@ -4,7 +4,7 @@ import type { Socket } from 'node:net';
 import { SluiceError } from '../../../errors.js';
 import type { AdapterOptions, Listening } from '../adapter.js';
 import type { BodyCallback, Exchange } from '../exchange.js';
-import { addHeader, wantedHeader } from '../exchange.js';
+import { collectHeader } from '../exchange.js';
 import { nodeReusePort } from './reuse-port.js';
 
 /**
@@ -98,7 +98,7 @@ class NodeExchange implements Exchange {
     let repeated: string | undefined;
     for (let i = 0; i < raw.length; i += 2) {
       const name = raw[i].toLowerCase();
-      if (all || wantedHeader(name)) repeated ??= addHeader(this.#headers, name, raw[i + 1]);
+      repeated ??= collectHeader(this.#headers, name, raw[i + 1], all);
     }
     this.duplicateHeader = repeated;
     res.once('close', () => {

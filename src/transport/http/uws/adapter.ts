@@ -1,7 +1,7 @@
 import { SluiceError } from '../../../errors.js';
 import type { AdapterOptions, Listening } from '../adapter.js';
 import type { BodyCallback, Exchange } from '../exchange.js';
-import { addHeader, kStatusText, wantedHeader } from '../exchange.js';
+import { collectHeader, kStatusText } from '../exchange.js';
 import { loadUws } from './load.js';
 import type { UwsRequest, UwsResponse } from './load.js';
 
@@ -30,10 +30,10 @@ function addressText(res: UwsResponse): string {
 let collecting = new Map<string, string>();
 let repeated: string | undefined;
 function collectWanted(name: string, value: string): void {
-  if (wantedHeader(name)) repeated ??= addHeader(collecting, name, value);
+  repeated ??= collectHeader(collecting, name, value, false);
 }
 function collectAll(name: string, value: string): void {
-  repeated ??= addHeader(collecting, name, value);
+  repeated ??= collectHeader(collecting, name, value, true);
 }
 
 // One corked write or response without a closure per call (cork runs its callback synchronously).
