@@ -1,13 +1,18 @@
 /**
- * Async-tool A/B: the S1 echo (sluice-echo.mjs, 1 HTTP worker, server on CPU 1, wrk on CPU 0) from a
- * sync handler (`echo`) and from an async one (`echo_async`), interleaved on one server process,
- * c = 32, at both eras. Writes bench/results/async-ab.md (or `--out NAME`) with async ÷ sync per rep.
+ * Issue 17's S1 ratios in one interleaved run, one pinned core (server on CPU 1, wrk on CPU 0):
+ * the raw uWS ceiling (uws-echo.mjs) and Sluice's echo (sluice-echo.mjs, 1 HTTP worker) from a
+ * sync handler (`echo`) and an async one (`echo_async`), at both eras, and the raw echo of the
+ * 2026-07-28 request too (its bigger body is what that era costs any server), and the hardened
+ * floor (uws-floor.mjs: the raw echo plus the per-request reads hardening needs, no protocol logic). Each rep runs the
+ * endpoints in a rotated order, so drift favours none. Writes bench/results/async-ab.md (or `--out NAME`):
+ * legacy ÷ ceiling, modern ÷ legacy, and async ÷ sync per era, per rep and as min–max and median.
  *
- *   npm run build && node dist/bench/async-ab.js [--reps 5] [--seconds 5] [--label text]
+ *   npm run build && node dist/bench/async-ab.js [--reps 3] [--seconds 4] [--connections 32] [--label text]
  */
 import { send } from './lib/http-client.js';
 import { machineLine } from './lib/machine.js';
 import { stopServer } from './lib/process.js';
+import type { Running } from './lib/process.js';
 import { writeResults } from './lib/report.js';
 import { checkEcho, legacyEcho, modernEcho } from './http/contenders.js';
 import type { Endpoint } from './http/wrk.js';
@@ -18,11 +23,11 @@ const opt = (name: string, fallback: string): string => {
   const i = argv.indexOf(`--${name}`);
   return i >= 0 && i + 1 < argv.length ? argv[i + 1]! : fallback;
 };
-const reps = Number(opt('reps', '5'));
-const seconds = Number(opt('seconds', '5'));
+const reps = Number(opt('reps', '3'));
+const seconds = Number(opt('seconds', '4'));
 const label = opt('label', '');
 const out = opt('out', 'async-ab.md');
-const kConnections = 32;
+const connections = Number(opt('connections', '32'));
 
 /** The same request naming `echo_async` instead of `echo`. */
 function asyncOf(e: Endpoint): Endpoint {
@@ -31,52 +36,79 @@ function asyncOf(e: Endpoint): Endpoint {
   return { ...e, headers, body: e.body!.replace('"name":"echo"', '"name":"echo_async"') };
 }
 
-interface EraResult { era: string; sync: number[]; async: number[]; ratios: number[]; cpuRatios: number[] }
+const legacy = legacyEcho();
+const modern = modernEcho();
+const kRuns = [
+  { key: 'ceiling', label: 'raw uWS echo', endpoint: { path: '/mcp', method: 'POST', body: legacy.body, headers: { 'content-type': 'application/json' } } as Endpoint },
+  { key: 'ceilingModern', label: 'raw uWS echo, 2026-07-28 request', endpoint: { path: '/mcp', method: 'POST', body: modern.body, headers: modern.headers } as Endpoint },
+  { key: 'floor', label: 'hardened uWS floor', endpoint: { path: '/mcp', method: 'POST', body: legacy.body, headers: legacy.headers } as Endpoint },
+  { key: 'legacy', label: 'legacy sync', endpoint: legacy },
+  { key: 'legacyAsync', label: 'legacy async', endpoint: asyncOf(legacy) },
+  { key: 'modern', label: '2026-07-28 sync', endpoint: modern },
+  { key: 'modernAsync', label: '2026-07-28 async', endpoint: asyncOf(modern) },
+] as const;
+type Key = (typeof kRuns)[number]['key'];
+const kRatios: readonly { name: string; of: Key; over: Key }[] = [
+  { name: 'legacy ÷ ceiling', of: 'legacy', over: 'ceiling' },
+  { name: 'hardened floor ÷ ceiling', of: 'floor', over: 'ceiling' },
+  { name: 'legacy ÷ hardened floor', of: 'legacy', over: 'floor' },
+  { name: '2026-07-28 ÷ ceiling', of: 'modern', over: 'ceiling' },
+  { name: '2026-07-28 ÷ legacy', of: 'modern', over: 'legacy' },
+  { name: 'ceiling: 2026-07-28 request ÷ legacy request', of: 'ceilingModern', over: 'ceiling' },
+  { name: '2026-07-28 ÷ its own ceiling', of: 'modern', over: 'ceilingModern' },
+  { name: 'async ÷ sync, legacy', of: 'legacyAsync', over: 'legacy' },
+  { name: 'async ÷ sync, 2026-07-28', of: 'modernAsync', over: 'modern' },
+];
 
 ensureTools();
-const results: EraResult[] = [];
-for (const [era, endpoint] of [['2025-11-25 (legacy)', legacyEcho()], ['2026-07-28', modernEcho()]] as const) {
-  const s = await start('sluice-echo.mjs', ['nosessions', '1']);
-  try {
-    const pair = [endpoint, asyncOf(endpoint)] as const;
-    for (const e of pair) checkEcho(era, await send(s.port, e));
-    for (const e of pair) await wrk(s.port, e, kConnections, 2, s.pid); // warm-up (JIT)
-    const r: EraResult = { era, sync: [], async: [], ratios: [], cpuRatios: [] };
-    for (let rep = 0; rep < reps; rep++) {
-      // Alternate which goes first, so drift (thermal, background) does not favour one side.
-      const order = rep % 2 === 0 ? [0, 1] : [1, 0];
-      const rps: number[] = [0, 0];
-      /** Server CPU µs per request: less at the mercy of other load on the machine than req/s. */
-      const cpu: number[] = [0, 0];
-      for (const i of order) {
-        const w = await wrk(s.port, pair[i]!, kConnections, seconds, s.pid);
-        if (w.non2xx > 0) throw new Error(`${era}: ${w.non2xx} non-2xx responses`);
-        rps[i] = w.rps;
-        cpu[i] = (w.serverCpu * 1e6) / Math.max(1, w.requests);
-      }
-      r.sync.push(rps[0]!);
-      r.async.push(rps[1]!);
-      r.ratios.push(rps[1]! / rps[0]!);
-      r.cpuRatios.push(cpu[0]! / cpu[1]!);
-      process.stderr.write(`${era} rep ${rep + 1}: sync ${rps[0]!.toFixed(0)} async ${rps[1]!.toFixed(0)} ratio ${(rps[1]! / rps[0]!).toFixed(3)} cpu µs/req sync ${cpu[0]!.toFixed(1)} async ${cpu[1]!.toFixed(1)} ratio ${(cpu[0]! / cpu[1]!).toFixed(3)}\n`);
-    }
-    results.push(r);
-  } finally {
-    await stopServer(s);
+const ceiling = await start('uws-echo.mjs');
+const floor = await start('uws-floor.mjs');
+const sluice = await start('sluice-echo.mjs', ['nosessions', '1']);
+const serverOf = (key: Key): Running => (key === 'ceiling' || key === 'ceilingModern' ? ceiling : key === 'floor' ? floor : sluice);
+const rps = Object.fromEntries(kRuns.map((r) => [r.key, [] as number[]])) as Record<Key, number[]>;
+const cpu = Object.fromEntries(kRuns.map((r) => [r.key, [] as number[]])) as Record<Key, number[]>;
+try {
+  for (const r of kRuns) {
+    if (serverOf(r.key) === sluice) checkEcho(r.label, await send(sluice.port, r.endpoint));
+    await wrk(serverOf(r.key).port, r.endpoint, connections, 2, serverOf(r.key).pid); // warm-up (JIT)
   }
+  for (let rep = 0; rep < reps; rep++) {
+    for (let k = 0; k < kRuns.length; k++) {
+      const r = kRuns[(k + rep) % kRuns.length]!;
+      const s = serverOf(r.key);
+      const w = await wrk(s.port, r.endpoint, connections, seconds, s.pid);
+      if (w.non2xx > 0) throw new Error(`${r.label}: ${w.non2xx} non-2xx responses`);
+      rps[r.key].push(w.rps);
+      /** Server CPU µs per request: less at the mercy of other load on the machine than req/s. */
+      cpu[r.key].push((w.serverCpu * 1e6) / Math.max(1, w.requests));
+      process.stderr.write(`rep ${rep + 1} ${r.label}: ${w.rps.toFixed(0)} req/s, ${cpu[r.key].at(-1)!.toFixed(1)} CPU µs/req\n`);
+    }
+  }
+} finally {
+  await stopServer(sluice);
+  await stopServer(floor);
+  await stopServer(ceiling);
 }
 
 const f = (x: number, d = 0): string => x.toFixed(d);
 const median = (xs: number[]): number => { const s = [...xs].sort((a, b) => a - b); return s[s.length >> 1]!; };
+const ratios = (of: Key, over: Key, table: Record<Key, number[]>, inverse = false): number[] =>
+  table[of].map((x, i) => (inverse ? table[over][i]! / x : x / table[over][i]!));
 const lines = [
-  `# Async tool A/B${label === '' ? '' : `: ${label}`}`, '',
-  `S1 echo, one HTTP worker, server pinned to CPU 1 and wrk to CPU 0, c = ${kConnections}, ${seconds} s per run, ${reps} interleaved reps (order alternates). ${machineLine()}`, '',
-  'Ratios are async ÷ sync throughput (req/s), and sync ÷ async server CPU per request (so 1 = free, < 1 = the async echo costs more).', '',
-  '| era | rep | sync req/s | async req/s | req/s async ÷ sync | CPU/req sync ÷ async |', '|---|---:|---:|---:|---:|---:|',
+  `# S1 echo ratios: ceiling, eras, async${label === '' ? '' : `: ${label}`}`, '',
+  `One HTTP worker (\`sluice-echo.mjs nosessions 1\`) and the raw uWS echo (\`uws-echo.mjs\`), server pinned to CPU 1 and wrk -t1 to CPU 0, c = ${connections}, ${seconds} s per run, ${reps} reps, the ${kRuns.length} runs of a rep in a rotated order. ${machineLine()}`, '',
+  'Command: `node dist/bench/async-ab.js' + ` --reps ${reps} --seconds ${seconds} --connections ${connections}\``, '',
+  '| rep | ' + kRuns.map((r) => `${r.label} req/s`).join(' | ') + ' |', '|---:|' + kRuns.map(() => '---:').join('|') + '|',
+  ...rps.ceiling.map((_, i) => `| ${i + 1} | ${kRuns.map((r) => `${f(rps[r.key][i]!)} (${f(cpu[r.key][i]!, 1)} µs)`).join(' | ')} |`),
+  '', '(in brackets: server CPU µs per request)', '',
+  'Ratios: req/s, and CPU per request (inverse: `over ÷ of`, so 1 = as cheap, < 1 = costs more).', '',
+  '| ratio | req/s per rep | req/s min–max | median | CPU/req per rep | CPU median |', '|---|---|---|---:|---|---:|',
 ];
-for (const r of results) r.ratios.forEach((x, i) => lines.push(`| ${r.era} | ${i + 1} | ${f(r.sync[i]!)} | ${f(r.async[i]!)} | ${f(x, 3)} | ${f(r.cpuRatios[i]!, 3)} |`));
-lines.push('', '| era | req/s ratio min–max | median | CPU/req ratio min–max | median |', '|---|---|---:|---|---:|');
-for (const r of results) lines.push(`| ${r.era} | ${f(Math.min(...r.ratios), 3)}–${f(Math.max(...r.ratios), 3)} | ${f(median(r.ratios), 3)} | ${f(Math.min(...r.cpuRatios), 3)}–${f(Math.max(...r.cpuRatios), 3)} | ${f(median(r.cpuRatios), 3)} |`);
+for (const q of kRatios) {
+  const a = ratios(q.of, q.over, rps);
+  const c = ratios(q.of, q.over, cpu, true);
+  lines.push(`| ${q.name} | ${a.map((x) => f(x, 3)).join(', ')} | ${f(Math.min(...a), 3)}–${f(Math.max(...a), 3)} | ${f(median(a), 3)} | ${c.map((x) => f(x, 3)).join(', ')} | ${f(median(c), 3)} |`);
+}
 lines.push('');
 console.log(writeResults([[out, lines.join('\n')]]).join('\n'));
 console.log(lines.join('\n'));

@@ -5,20 +5,30 @@
  * - table lookups and insert+delete: `bench/registry.js --phase lookups|insert-delete`;
  * - cancel → observed, polling: `bench/registry.js --phase latency`;
  * - tools/call echo over HTTP at 2025-11-25 and 2026-07-28: the HTTP worker thread of
- *   bench/servers/sluice-echo.mjs under wrk (server on CPU 1, wrk on CPU 0).
+ *   bench/servers/sluice-echo.mjs under wrk (server on CPU 1, wrk on CPU 0), beside the profile
+ *   kept in bench/results/profiles-before.md (issue 17's starting point) and beside the raw uWS
+ *   echo (bench/servers/uws-echo.mjs: the floor any server on uWS pays for HTTP, JSON.parse and
+ *   JSON.stringify).
+ *
+ * `--http-only` profiles only the HTTP worker and keeps the registry sections already in the
+ * output file; `--out NAME` writes bench/results/NAME instead of profiles.md.
  *
  * Self time is where the samples landed; inclusive time counts a frame once per sample it is on
  * the stack of. "(idle)" in the HTTP worker is time spent outside JavaScript: in uWS's event loop,
  * the kernel's socket calls and waiting for the next request.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { machineLine, pinned } from './lib/machine.js';
 import { startServer, stopServer } from './lib/process.js';
 import { kRoot as root, mdTable, writeResults } from './lib/report.js';
 const kTop = 12;
+const argv = process.argv.slice(2);
+/** `--http-only`: skip the registry phases; `--out NAME`: write bench/results/NAME instead of profiles.md. */
+const httpOnly = argv.includes('--http-only');
+const outName = argv.includes('--out') ? argv[argv.indexOf('--out') + 1]! : 'profiles.md';
 
 interface CpuProfile {
   nodes: { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; children?: number[] }[];
@@ -74,22 +84,64 @@ function profilePhase(phase: string): { file: string; output: string } {
   return { file: newestProfile(dir), output };
 }
 
-async function profileHttp(era: 'legacy' | 'modern'): Promise<{ file: string; rps: number }> {
-  const dir = mkdtempSync(join(tmpdir(), `sluice-prof-http-${era}-`));
-  const args = ['--cpu-prof', `--cpu-prof-dir=${dir}`, join(root, 'bench', 'servers', 'sluice-echo.mjs')];
-  const server = await startServer(args, 1);
-  const port = server.port;
+type Era = 'legacy' | 'modern';
+
+function echoRequest(era: Era): { body: string; headers: Record<string, string> } {
   const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {}, 'io.modelcontextprotocol/clientInfo': { name: 'bench', version: '1' } };
   const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'echo', arguments: { text: 'bench' }, ...(era === 'modern' ? { _meta: meta } : {}) } });
   const headers: Record<string, string> = era === 'modern'
     ? { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'echo' }
     : { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' };
-  const script = join(dir, 'req.lua');
-  writeFileSync(script, `wrk.method = "POST"\nwrk.body = ${JSON.stringify(body)}\n${Object.entries(headers).map(([k, v]) => `wrk.headers[${JSON.stringify(k)}] = ${JSON.stringify(v)}`).join('\n')}\n`);
-  const wrkArgs = ['-t1', '-c32', '-d10s', '-s', script, `http://127.0.0.1:${port}/mcp`];
+  return { body, headers };
+}
+
+/** One server script under --cpu-prof while wrk -c32 loads it for 10 s: its busiest thread's profile. */
+async function profileServer(script: string, era: Era): Promise<{ file: string; rps: number }> {
+  const dir = mkdtempSync(join(tmpdir(), `sluice-prof-http-${era}-`));
+  // The raw uWS scripts have no SIGTERM handler, and a process killed by a signal writes no profile.
+  const exitOnTerm = script.startsWith('uws-') ? ['--import', 'data:text/javascript,process.on("SIGTERM",()=>process.exit(0))'] : [];
+  const args = ['--cpu-prof', `--cpu-prof-dir=${dir}`, ...exitOnTerm, join(root, 'bench', 'servers', script)];
+  const server = await startServer(args, 1);
+  const port = server.port;
+  const { body, headers } = echoRequest(era);
+  const lua = join(dir, 'req.lua');
+  writeFileSync(lua, `wrk.method = "POST"\nwrk.body = ${JSON.stringify(body)}\n${Object.entries(headers).map(([k, v]) => `wrk.headers[${JSON.stringify(k)}] = ${JSON.stringify(v)}`).join('\n')}\n`);
+  const wrkArgs = ['-t1', '-c32', '-d10s', '-s', lua, `http://127.0.0.1:${port}/mcp`];
   const out = execFileSync(...pinned(0, 'wrk', wrkArgs), { encoding: 'utf8' });
   await stopServer(server); // the server closes cleanly, so every thread writes its profile
   return { file: newestProfile(dir, true), rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? NaN) };
+}
+
+interface Section { title: string; rps: string; rows: string[] }
+
+/** The HTTP sections of an earlier profiles file (its `## tools/call echo` sections), by title. */
+function earlierHttp(file: string): Map<string, Section> {
+  const sections = new Map<string, Section>();
+  if (!existsSync(file)) return sections;
+  for (const part of readFileSync(file, 'utf8').split('\n## ').slice(1)) {
+    const title = part.slice(0, part.indexOf('\n'));
+    if (!title.startsWith('tools/call echo')) continue;
+    const rps = /([\d]+) req\/s while profiled/.exec(part)?.[1] ?? '?';
+    const rows = part.split('\n').filter((l) => l.startsWith('| `'));
+    sections.set(title, { title, rps, rows });
+  }
+  return sections;
+}
+
+/** Before and after, top self frames side by side. */
+function sideBySide(before: Section | undefined, afterRps: number, after: { frames: Frame[] }): string[] {
+  if (before === undefined) return [];
+  const n = Math.max(before.rows.length, after.frames.length);
+  const lines = [
+    `Before (bench/results/profiles-before.md): ${before.rps} req/s while profiled; now: ${afterRps.toFixed(0)} req/s.`, '',
+    '| # | before: frame | self % | now: frame | self % |', '|---:|---|---:|---|---:|',
+  ];
+  for (let i = 0; i < n; i++) {
+    const b = before.rows[i]?.split('|').map((c) => c.trim()) ?? [];
+    const a = after.frames[i];
+    lines.push(`| ${i + 1} | ${b[1] ?? ''} | ${b[2] ?? ''} | ${a === undefined ? '' : `\`${a.name}\``} | ${a === undefined ? '' : a.selfPct.toFixed(1)} |`);
+  }
+  return [...lines, ''];
 }
 
 function table(title: string, note: string, profile: { frames: Frame[]; totalMs: number }): string[] {
@@ -101,23 +153,43 @@ function table(title: string, note: string, profile: { frames: Frame[]; totalMs:
 }
 
 async function main(): Promise<void> {
+  const outFile = join(root, 'bench', 'results', outName);
   const lines = [
     '# CPU profiles of the paths behind the SPEC §7 targets', '',
     `- Date: ${new Date().toISOString()}; ${machineLine()}`,
-    '- Command: `npm run bench:profile` (`node --cpu-prof`, 100 µs sampling for the registry phases, 1 ms for the HTTP worker)', '',
+    '- Command: `npm run bench:profile` (`node --cpu-prof`, 100 µs sampling for the registry phases, 1 ms for the HTTP worker)',
+    '- Issue 17 (HTTP hot path): the HTTP sections show each worker profile beside the one taken before the work',
+    '  (bench/results/profiles-before.md, 2fcf0b4) and the raw uWS echo profiled the same way; targets, ratios',
+    '  and what the remaining time is: bench/results/hot-path.md. These HTTP sections: `node dist/bench/profile.js --http-only`.', '',
   ];
-  for (const [phase, title] of [['lookups', 'Table lookups (target ≥ 50 M/s)'], ['insert-delete', 'Table insert+delete (target ≥ 15 M pairs/s)'], ['latency', 'Cancel → observed, polling (target ≤ 1 µs p50)']] as const) {
-    process.stderr.write(`profiling --phase ${phase}...\n`);
-    const { file, output } = profilePhase(phase);
-    const figures = output.split('\n').filter((l) => /M\/s|µs/.test(l) && !l.startsWith('-')).slice(0, 6).map((l) => `    ${l.trim()}`);
-    lines.push(...table(title, `\`node --cpu-prof dist/bench/registry.js --phase ${phase}\`; the phase printed:\n\n${figures.join('\n')}`, topFrames(file)));
+  if (httpOnly) {
+    // Keep the registry sections already there (another run's): only the HTTP sections are redone.
+    const kept = existsSync(outFile) ? readFileSync(outFile, 'utf8').split('\n## ').slice(1).filter((p) => !p.startsWith('tools/call echo') && !p.startsWith('raw uWS echo')) : [];
+    for (const part of kept) lines.push(`## ${part.trimEnd()}`, '');
+  } else {
+    for (const [phase, title] of [['lookups', 'Table lookups (target ≥ 50 M/s)'], ['insert-delete', 'Table insert+delete (target ≥ 15 M pairs/s)'], ['latency', 'Cancel → observed, polling (target ≤ 1 µs p50)']] as const) {
+      process.stderr.write(`profiling --phase ${phase}...\n`);
+      const { file, output } = profilePhase(phase);
+      const figures = output.split('\n').filter((l) => /M\/s|µs/.test(l) && !l.startsWith('-')).slice(0, 6).map((l) => `    ${l.trim()}`);
+      lines.push(...table(title, `\`node --cpu-prof dist/bench/registry.js --phase ${phase}\`; the phase printed:\n\n${figures.join('\n')}`, topFrames(file)));
+    }
   }
+  const before = earlierHttp(join(root, 'bench', 'results', 'profiles-before.md'));
   for (const era of ['legacy', 'modern'] as const) {
     process.stderr.write(`profiling the HTTP worker, ${era}...\n`);
-    const { file, rps } = await profileHttp(era);
-    lines.push(...table(`tools/call echo, ${era === 'modern' ? '2026-07-28' : '2025-11-25'}: the HTTP worker thread`, `wrk -t1 -c32 -d10s against bench/servers/sluice-echo.mjs under \`--cpu-prof\`: ${rps.toFixed(0)} req/s while profiled.`, topFrames(file)));
+    const { file, rps } = await profileServer('sluice-echo.mjs', era);
+    const title = `tools/call echo, ${era === 'modern' ? '2026-07-28' : '2025-11-25'}: the HTTP worker thread`;
+    const profile = topFrames(file);
+    lines.push(...table(title, `wrk -t1 -c32 -d10s against bench/servers/sluice-echo.mjs under \`--cpu-prof\`: ${rps.toFixed(0)} req/s while profiled.`, profile));
+    lines.push(...sideBySide(before.get(title), rps, profile));
   }
-  writeResults([['profiles.md', `${lines.join('\n')}\n`]]);
+  for (const era of ['legacy', 'modern'] as const) {
+    process.stderr.write(`profiling the raw uWS echo, ${era} request...\n`);
+    const { file, rps } = await profileServer('uws-echo.mjs', era);
+    lines.push(...table(`raw uWS echo (the ceiling), ${era === 'modern' ? '2026-07-28' : '2025-11-25'} request`,
+      `wrk -t1 -c32 -d10s against bench/servers/uws-echo.mjs under \`--cpu-prof\` (the same request as above): ${rps.toFixed(0)} req/s while profiled. What any server on uWS pays: HTTP, JSON.parse, JSON.stringify.`, topFrames(file)));
+  }
+  writeResults([[outName, `${lines.join('\n')}\n`]]);
   process.stdout.write(`${lines.join('\n')}\n`);
 }
 

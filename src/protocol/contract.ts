@@ -27,12 +27,17 @@ export interface RequestInfo {
    * (2026-07-28 without _meta logLevel).
    */
   readonly logLevel: number | undefined;
-  /** Legacy logging/setLevel: where the session keeps its level. */
-  readonly setLogLevel?: ((level: number) => void) | undefined;
+  /** Legacy logging/setLevel: where the session keeps its level (an object, so a request makes no closure for it). */
+  readonly levelStore?: LevelStore | undefined;
   /** Legacy: the capabilities the client declared at initialize (kept with its session). */
   readonly clientCapabilities?: Record<string, unknown> | undefined;
   /** The verified bearer token's caller (HTTP with `auth`), for `ctx.auth`; undefined otherwise. */
   readonly auth?: AuthInfo | undefined;
+}
+
+/** Where a legacy session keeps its log level. */
+export interface LevelStore {
+  setLogLevel(level: number): void;
 }
 
 /** A JSON-RPC response the client sent to one of our requests. */
@@ -63,8 +68,10 @@ export interface Reply {
   dropLog?(): void;
   /**
    * The request did not finish synchronously: `running` is its handle (the same one handleRequest
-   * returns). Called exactly once, inside handleRequest, before it returns; never for a request
-   * answered (or refused) synchronously. A transport keeps it to cancel when its client goes away.
+   * returns). Called at most once, when the event-loop turn in which the handler went async ends
+   * with it still running (most async handlers settle within that turn's microtasks and never
+   * cost a watch); never for a request answered (or refused) synchronously. A transport keeps it
+   * to cancel when its client goes away, and must check then whether its client already went.
    */
   started?(running: Running): void;
   /** The final JSON-RPC response. `httpStatus` for transports that have one. */

@@ -18,7 +18,7 @@ import { toolMethods } from './methods/tools.js';
 import { TaskCalls } from './tasks/calls.js';
 import type { TaskHost, TaskRun } from './tasks/task-run.js';
 import { RequestStateSealer } from './request-state.js';
-import { Run } from './run.js';
+import { AsyncRuns, Run } from './run.js';
 import type { Method, RunHost } from './run.js';
 import type { JsonRpcId, ProtocolError } from './wire.js';
 
@@ -36,7 +36,7 @@ export class Engine {
   readonly #modern: EraRules;
   readonly #host: RunHost;
   /** Runs whose handler went async and has not settled (shutdown cancels them). Sync runs never enter. */
-  readonly #running = new Set<Run>();
+  readonly #running = new AsyncRuns();
   readonly #listeners: Listeners;
   readonly #clientRequests: ClientRequests;
   readonly #failureLog = new LogBudget(10, 60_000);
@@ -122,9 +122,7 @@ export class Engine {
     const target = names === undefined ? '' : typeof params?.[names] === 'string' ? params[names] as string : '';
     const run = new Run(this.#host, era, id, method, target, info, reply, handle);
     run.start(entry.handler, params);
-    if (run.settled) return undefined;
-    reply.started?.(run);
-    return run;
+    return run.settled ? undefined : run;
   }
 
   /**
@@ -180,7 +178,8 @@ export class Engine {
    */
   cancelAll(reason: string): number {
     let count = 0;
-    for (const run of [...this.#running]) if (run.cancelForShutdown(reason)) count++;
+    this.#running.flush();
+    for (const run of [...this.#running.watching]) if (run.cancelForShutdown(reason)) count++;
     for (const task of [...this.#tasks]) {
       task.cancelForShutdown(reason);
       count++;

@@ -46,17 +46,18 @@ function echoId(id: unknown): JsonRpcId | null {
   return validRequestId(id) ? id : null;
 }
 
-/** Parses a body: the value, or undefined for broken JSON (including broken UTF-8). */
-export function parseJson(body: Uint8Array): { ok: true; value: unknown } | { ok: false } {
+/** What parseJson answers for broken JSON (including broken UTF-8): no JSON value is a symbol. */
+export const kBrokenJson: unique symbol = Symbol('sluice.brokenJson');
+
+/** Parses a body: the value, or kBrokenJson (no wrapper object per request). */
+export function parseJson(body: Uint8Array): unknown {
   // isUtf8 (simdutf) then a plain decode: broken UTF-8 is refused, never silently replaced.
   let bytes = Buffer.isBuffer(body) ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
-  if (!isUtf8(bytes)) return kBroken;
+  if (!isUtf8(bytes)) return kBrokenJson;
   if (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) bytes = bytes.subarray(3); // a BOM (RFC 8259 allows ignoring it)
   try {
-    return { ok: true, value: JSON.parse(bytes.toString('utf8')) };
+    return JSON.parse(bytes.toString('utf8'));
   } catch {
-    return kBroken;
+    return kBrokenJson;
   }
 }
-
-const kBroken = Object.freeze({ ok: false as const });

@@ -4,7 +4,7 @@ import { requestKilledChannel, requestStopChannel } from '../telemetry/channels.
 import { Counter } from '../telemetry/counters.js';
 import type { ServerCounters } from '../telemetry/counters.js';
 import { ToolContext, kLogLevels } from '../tools/context.js';
-import type { ClientRequester, ListKind, LogSink, ProgressSink, RequestInput } from '../tools/context.js';
+import type { ClientRequester, ContextHost, ListKind, LogSink, ProgressSink, RequestInput } from '../tools/context.js';
 import type { PoolOutcome, ToolPool } from '../tools/pool.js';
 import type { Reply, RequestInfo, Running } from './contract.js';
 import type { EraRules } from './eras/rules.js';
@@ -30,7 +30,7 @@ export interface RunHost {
   readonly counters: ServerCounters;
   readonly streamCancelTimeoutMs: number;
   /** Runs whose handler went async and has not settled (shutdown cancels them). */
-  readonly running: Set<Run>;
+  readonly running: AsyncRuns;
   /** A tool announced a list change. */
   readonly listChanged: (kind: ListKind) => void;
   logFailure(method: string, target: string, error: unknown): void;
@@ -41,12 +41,58 @@ export interface RunHost {
 }
 
 /**
+ * The runs of one engine whose handler went async. Most async handlers settle within the
+ * microtasks of the turn that started them: arming a run (the registry's cancel watch, the reply's
+ * disconnect listener, shutdown's set) only when it is still running at the end of that turn (one
+ * setImmediate for all of them) spares those runs every bit of it.
+ */
+export class AsyncRuns {
+  /** Armed runs, still running (shutdown cancels them). */
+  readonly watching = new Set<Run>();
+  #pending: Run[] = [];
+  #spare: Run[] = [];
+  #scheduled = false;
+  readonly #flush = (): void => this.flush();
+
+  add(run: Run): void {
+    this.#pending.push(run);
+    if (!this.#scheduled) {
+      this.#scheduled = true;
+      setImmediate(this.#flush);
+    }
+  }
+
+  /** Arms the runs still running that went async since the last flush. */
+  flush(): void {
+    this.#scheduled = false;
+    const pending = this.#pending;
+    this.#pending = this.#spare;
+    for (let i = 0; i < pending.length; i++) pending[i]!.arm();
+    pending.length = 0;
+    this.#spare = pending;
+  }
+
+  /** Runs still running, or went async this turn (some of which may have settled since). */
+  get size(): number {
+    return this.watching.size + this.#pending.length;
+  }
+}
+
+/**
+ * The parts of every context a run makes, filled just before and emptied just after the
+ * constructor reads them (synchronously): no parts object per request.
+ */
+const kParts: { progress: ProgressSink | undefined; input: RequestInput | undefined; host: ContextHost | undefined; listChanged: ((kind: ListKind) => void) | undefined; auth: RequestInfo['auth'] } = {
+  progress: undefined, input: undefined, host: undefined, listChanged: undefined, auth: undefined,
+};
+
+/**
  * One request from dispatch to release: track → run → untrack → clear. Methods live on the
  * prototype, so a request allocates one object, not a closure per step; the cancellation watcher
- * is armed only if the handler goes async. Handlers see the request through the public members;
- * the reply and the registry row stay private.
+ * is armed only if the handler goes async and is still running when that turn ends (`AsyncRuns`).
+ * Handlers see the request through the public members; the reply and the registry row stay private.
  */
-export class Run implements Running {
+export class Run implements Running, ContextHost {
   readonly id: JsonRpcId;
   readonly method: string;
   readonly info: RequestInfo;
@@ -57,12 +103,15 @@ export class Run implements Running {
   readonly #host: RunHost;
   readonly #reply: Reply;
   readonly #handle: TrackHandle;
-  readonly #started = performance.now();
+  /** When it started, for requestStopChannel (read only while someone listens: 0 otherwise). */
+  readonly #started = requestStopChannel.hasSubscribers ? performance.now() : 0;
   #ctx: ToolContext | undefined;
   /** Ids of requests this run sent to the client and still waits on (made on first use). */
   #awaiting: Set<string> | undefined;
   /** Released: untracked and cleared. */
   #settled = false;
+  /** Async and still running at the end of its first turn: watched (see `arm`). */
+  #armed = false;
   /** Nothing more may be written to the reply. */
   #ended = false;
   #kill: ReturnType<typeof setTimeout> | undefined;
@@ -95,12 +144,24 @@ export class Run implements Running {
       return;
     }
     if (out instanceof Promise) {
-      this.#host.running.add(this);
-      this.#handle.whenCancelled(() => this.#cancelled());
+      this.#host.running.add(this); // armed at the end of this turn if still running (`arm`)
       out.then((result) => this.#succeed(result as Record<string, unknown>), (error) => this.fail(error));
     } else {
       this.#succeed(out as Record<string, unknown>);
     }
+  }
+
+  /**
+   * The end of the turn in which the handler went async found it still running: from now on a
+   * cancel (the registry's watcher) or the client going (the reply's `started`) reaches it. Both
+   * check the state first, so one that came meanwhile is acted on at once.
+   */
+  arm(): void {
+    if (this.#settled || this.#armed) return;
+    this.#armed = true;
+    this.#host.running.watching.add(this);
+    this.#reply.started?.(this); // first: a cancel that came meanwhile then reaches a started reply
+    if (!this.#settled) this.#handle.whenCancelled(() => this.#cancelled());
   }
 
   fail(error: unknown): void {
@@ -184,9 +245,17 @@ export class Run implements Running {
 
   /** The context a handler of this request gets. */
   context(progress: ProgressSink | undefined, input: RequestInput | undefined): ToolContext {
-    const ctx = new ToolContext(this.#handle, {
-      progress, log: this.#logSink(), input, requester: this.#requester(), listChanged: this.#host.listChanged, auth: this.info.auth,
-    });
+    const parts = kParts;
+    parts.progress = progress;
+    parts.input = input;
+    parts.host = this; // the log sink and the requester are made on first use
+    parts.listChanged = this.#host.listChanged;
+    parts.auth = this.info.auth;
+    const ctx = new ToolContext(this.#handle, parts);
+    parts.progress = undefined;
+    parts.input = undefined;
+    parts.host = undefined;
+    parts.auth = undefined;
     this.#ctx = ctx;
     return ctx;
   }
@@ -226,7 +295,7 @@ export class Run implements Running {
   }
 
   /** The era allows it and there is a stream: a way for the handler to ask the client something. */
-  #requester(): ClientRequester | undefined {
+  requester(): ClientRequester | undefined {
     if (!this.era.clientRequests || !this.#reply.canStream) return undefined;
     return (method, params) => {
       if (this.#ended) return Promise.reject(new CancelledError('the request has ended'));
@@ -235,7 +304,7 @@ export class Run implements Running {
   }
 
   /** Log messages for this request, filtered by the client's level; undefined when none may be sent. */
-  #logSink(): LogSink | undefined {
+  logSink(): LogSink | undefined {
     const threshold = this.info.logLevel;
     if (threshold === undefined || !this.#reply.canStream) return undefined;
     return (level, data, logger) => {
@@ -286,14 +355,15 @@ export class Run implements Running {
     if (this.#settled) return;
     this.#settled = true;
     const host = this.#host;
-    host.running.delete(this);
+    if (this.#armed) host.running.watching.delete(this);
     if (this.#kill !== undefined) clearTimeout(this.#kill);
     this.#abandonClientRequests('the request has ended');
     host.registry.untrack(this.#handle);
     host.registry.clear(this.id, this.info.scope);
     this.#reply.released?.();
     if (requestStopChannel.hasSubscribers) {
-      requestStopChannel.publish({ method: this.method, durationMs: performance.now() - this.#started, status });
+      // A listener that came after the request started gets no duration for it (NaN).
+      requestStopChannel.publish({ method: this.method, durationMs: this.#started === 0 ? NaN : performance.now() - this.#started, status });
     }
   }
 }

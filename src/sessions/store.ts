@@ -43,12 +43,19 @@ export function principalDigest(principalId: string | undefined): string {
   return principalId === undefined ? '' : createHash('sha256').update(principalId).digest().subarray(0, 16).toString('hex');
 }
 
-export function capabilitiesOf(bits: number): Record<string, unknown> {
+function makeCapabilities(bits: number): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  if ((bits & kCapSampling) !== 0) out.sampling = {};
-  if ((bits & kCapElicitation) !== 0) out.elicitation = {};
-  if ((bits & kCapRoots) !== 0) out.roots = {};
-  return out;
+  if ((bits & kCapSampling) !== 0) out.sampling = Object.freeze({});
+  if ((bits & kCapElicitation) !== 0) out.elicitation = Object.freeze({});
+  if ((bits & kCapRoots) !== 0) out.roots = Object.freeze({});
+  return Object.freeze(out);
+}
+
+/** Every combination of the bits, made once and frozen: a session request builds no capabilities object. */
+const kCapabilities: readonly Record<string, unknown>[] = Array.from({ length: (kCapSampling | kCapElicitation | kCapRoots) + 1 }, (_, bits) => makeCapabilities(bits));
+
+export function capabilitiesOf(bits: number): Record<string, unknown> {
+  return kCapabilities[bits & (kCapabilities.length - 1)] ?? makeCapabilities(bits);
 }
 
 /** The tag of a row's log-level word: the row's sequence number (24 bits of it) above the level byte. */

@@ -31,12 +31,23 @@ export type ClientRequester = (method: string, params: Record<string, unknown>) 
 /** Lists whose change a tool can announce (2026-07-28 subscriptions/listen streams hear of it). */
 export type ListKind = 'tools' | 'prompts' | 'resources';
 
+/**
+ * Where a context gets its log sink and client requester on first use, instead of being handed
+ * them made in advance: most handlers use neither, so most requests then make neither.
+ */
+export interface ContextHost {
+  logSink(): LogSink | undefined;
+  requester(): ClientRequester | undefined;
+}
+
 /** What the transport and engine give a context besides the request's row. */
 export interface ContextParts {
   readonly progress?: ProgressSink | undefined;
   readonly log?: LogSink | undefined;
   readonly input?: RequestInput | undefined;
   readonly requester?: ClientRequester | undefined;
+  /** Makes `log` and `requester` on first use when they are not given. */
+  readonly host?: ContextHost | undefined;
   readonly listChanged?: ((kind: ListKind) => void) | undefined;
   /** The verified caller, when the server checks bearer tokens. */
   readonly auth?: AuthInfo | undefined;
@@ -58,9 +69,10 @@ export class ToolContext {
   readonly scope: string;
   readonly #handle: TrackHandle;
   readonly #sink: ProgressSink | undefined;
-  readonly #log: LogSink | undefined;
+  #log: LogSink | undefined;
   readonly #input: RequestInput | undefined;
-  readonly #requester: ClientRequester | undefined;
+  #requester: ClientRequester | undefined;
+  readonly #host: ContextHost | undefined;
   #last = -Infinity;
   #killed = false;
   #local: AbortController | undefined;
@@ -75,6 +87,7 @@ export class ToolContext {
     this.#log = parts.log;
     this.#input = parts.input;
     this.#requester = parts.requester;
+    this.#host = parts.host;
     this.#listChanged = parts.listChanged;
     this.#auth = parts.auth;
     this.requestId = handle.id;
@@ -123,8 +136,9 @@ export class ToolContext {
    * it through (legacy: logging/setLevel; 2026-07-28: the request's _meta logLevel, none without it).
    */
   log(level: LogLevel, data: unknown, logger?: string): void {
-    if (this.#log === undefined || this.cancelled) return; // the sink drops unknown levels
-    this.#log(level, data, logger);
+    const sink = this.#log ??= this.#host?.logSink();
+    if (sink === undefined || this.cancelled) return; // the sink drops unknown levels
+    sink(level, data, logger);
   }
 
   /**
@@ -166,13 +180,14 @@ export class ToolContext {
    * In the 2026-07-28 era, return `inputRequired(...)` instead.
    */
   request(method: string, params: Record<string, unknown> = {}): Promise<unknown> {
-    if (this.#requester === undefined) return Promise.reject(new SluiceError('invalid_option', 'this request cannot carry requests to the client (2026-07-28: use inputRequired; pool tools: not supported)'));
+    const requester = this.#requester ??= this.#host?.requester();
+    if (requester === undefined) return Promise.reject(new SluiceError('invalid_option', 'this request cannot carry requests to the client (2026-07-28: use inputRequired; pool tools: not supported)'));
     const capability = method === 'sampling/createMessage' ? 'sampling' : method === 'elicitation/create' ? 'elicitation' : method === 'roots/list' ? 'roots' : undefined;
     if (capability !== undefined && this.#input?.clientCapabilities?.[capability] === undefined) {
       return Promise.reject(new SluiceError('missing_client_capability', `the client did not declare the ${capability} capability`));
     }
     if (this.cancelled) return Promise.reject(new CancelledError(this.reason));
-    return this.#requester(method, params);
+    return requester(method, params);
   }
 
   /**

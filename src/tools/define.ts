@@ -427,7 +427,13 @@ function kindOf(value: unknown): string {
 
 /** Deepest result nesting walked (JSON.stringify itself would overflow the stack not much deeper). */
 const kMaxResultDepth = 1000;
-/** Objects on the current path (a cycle is an object met again below itself); reused, emptied after each walk. */
+/**
+ * Objects on the current path (a cycle is an object met again below itself); reused, emptied after
+ * each walk. The first kNear levels are an array scanned by identity: a Set would give every fresh
+ * result object an identity hash, which costs more than scanning a short path. Deeper levels go to the Set.
+ */
+const kNear = 32;
+const near: object[] = [];
 const ancestors = new Set<object>();
 
 /**
@@ -437,7 +443,8 @@ const ancestors = new Set<object>();
  */
 export function unserialisable(value: unknown, root: string): string | undefined {
   const path = walk(value, 0);
-  ancestors.clear();
+  near.length = 0;
+  if (ancestors.size > 0) ancestors.clear();
   return path === undefined ? undefined : `${path.what} at ${root}${path.at.reverse().join('')}`;
 }
 
@@ -454,9 +461,11 @@ function walk(value: unknown, depth: number): Found | undefined {
   if (value === null) return undefined;
   const object = value as Record<string, unknown>;
   if (typeof object.toJSON === 'function') return undefined;
-  if (ancestors.has(object)) return { what: 'a circular reference', at: [] };
+  for (let i = 0; i < depth && i < kNear; i++) if (near[i] === object) return { what: 'a circular reference', at: [] };
+  if (depth > kNear && ancestors.has(object)) return { what: 'a circular reference', at: [] };
   if (depth >= kMaxResultDepth) return { what: `nesting deeper than ${kMaxResultDepth} levels`, at: [] };
-  ancestors.add(object);
+  if (depth < kNear) near[depth] = object;
+  else ancestors.add(object);
   if (Array.isArray(object)) {
     for (let i = 0; i < object.length; i++) {
       const found = walk(object[i], depth + 1);
@@ -477,7 +486,7 @@ function walk(value: unknown, depth: number): Found | undefined {
       }
     }
   }
-  ancestors.delete(object);
+  if (depth >= kNear) ancestors.delete(object);
   return undefined;
 }
 

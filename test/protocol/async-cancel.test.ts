@@ -80,6 +80,7 @@ describe('async runs, cancelled from another thread', () => {
     const reply = new FakeReply();
     const scope = info('legacy');
     e.handleRequest('d1', 'tools/call', { name: 'deaf' }, scope, reply);
+    await new Promise((r) => setImmediate(r)); // the turn ends with the run still running: it is armed
     expect(config.registry.watching).toBe(1); // the run waits through the thread's watcher
     expect(await ask({ op: 'cancel', id: 'd1', reason: 'from the pool', scope: scope.scope })).toEqual({ ok: true });
     await until(() => reply.calls.includes('cancelled'));
@@ -131,6 +132,7 @@ describe('async runs, cancelled from another thread', () => {
     const reply = new FakeReply();
     release.length = 0;
     e.handleRequest('n1', 'tools/call', { name: 'late' }, info('legacy'), reply);
+    await new Promise((r) => setImmediate(r)); // armed at the end of its first turn
     expect(config.registry.watching).toBe(1);
     await until(() => release.length === 1);
     release[0]!();

@@ -144,10 +144,13 @@ describe('reply.started', () => {
     expect(reply.calls).toEqual(['respond', 'released']);
   });
 
-  it('is called once, before handleRequest returns, with the Running it returns', async () => {
+  it('is called once, when the turn the handler went async in ends with it running, with the Running handleRequest returned', async () => {
     const reply = new FakeReply();
     const running = t.engine.handleRequest(1, 'tools/call', { name: 'wait' }, info('legacy'), reply);
     expect(running).toBeDefined();
+    expect(t.engine.running).toBe(1);
+    expect(reply.events).toEqual([]); // not yet: the handler may still settle within this turn
+    await new Promise((r) => setImmediate(r));
     expect(reply.events).toEqual([['started', running]]);
     expect(t.engine.running).toBe(1);
     gates[0].open('late');
@@ -166,8 +169,9 @@ describe('cancellation', () => {
     expect(t.config.registry.inFlight('r1', scope.scope)).toBe(true);
     expect(t.engine.handleNotification('notifications/cancelled', { requestId: 'r1', reason: 'user stop' }, scope)).toBeUndefined();
     await tick();
-    // The tool saw the abort and returned 'stopped': that result is not sent.
-    expect(reply.calls).toEqual(['started', 'cancelled', 'released']);
+    // The tool saw the abort and returned 'stopped': that result is not sent. It ended within the
+    // turn it started in, so it was never armed ('started').
+    expect(reply.calls).toEqual(['cancelled', 'released']);
     expect(t.config.registry.inFlight('r1', scope.scope)).toBe(false);
     expect(t.engine.running).toBe(0);
   });
@@ -196,7 +200,29 @@ describe('cancellation', () => {
     running!.clientGone('client disconnected');
     running!.clientGone('again');
     await tick();
-    expect(reply.calls).toEqual(['started', 'released']);
+    expect(reply.calls).toEqual(['released']); // ended within its first turn: never armed
+  });
+
+  it('an async run that settles within its first turn is never armed: no started, nothing watched', async () => {
+    const reply = new FakeReply();
+    const running = t.engine.handleRequest(1, 'tools/call', { name: 'wait' }, info('legacy'), reply);
+    expect(running).toBeDefined();
+    gates[0].open('quick');
+    await new Promise((r) => setImmediate(r));
+    expect(reply.calls).toEqual(['respond', 'released']);
+    expect(t.config.registry.watching).toBe(0);
+    expect(t.engine.running).toBe(0);
+  });
+
+  it('a cancel that comes before the run is armed is acted on when it is armed', async () => {
+    const reply = new FakeReply();
+    const scope = info('legacy');
+    t.engine.handleRequest(9, 'tools/call', { name: 'hang' }, scope, reply);
+    t.engine.handleNotification('notifications/cancelled', { requestId: 9 }, scope);
+    expect(reply.calls).toEqual([]);
+    await new Promise((r) => setImmediate(r));
+    expect(reply.calls).toEqual(['started', 'cancelled']);
+    expect(t.engine.cancelAll('done')).toBe(1); // still running (deaf): shutdown sees it
   });
 
   it('a tool deaf to the cancel is killed after streamCancelTimeoutMs: released, counted', async () => {
@@ -205,7 +231,7 @@ describe('cancellation', () => {
     const scope = info('legacy');
     t.engine.handleRequest(7, 'tools/call', { name: 'hang' }, scope, reply);
     t.engine.handleNotification('notifications/cancelled', { requestId: 7 }, scope);
-    await tick();
+    await new Promise((r) => setImmediate(r)); // the end of the turn arms the run: it hears the cancel then
     expect(reply.calls).toEqual(['started', 'cancelled']);
     expect(t.engine.running).toBe(1);
     await tick(60);

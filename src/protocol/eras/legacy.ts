@@ -18,11 +18,14 @@ export function legacyCapabilities(index: CatalogIndex, tasks: { readonly list: 
   };
 }
 
+const kNoInput: RequestInput = Object.freeze({ clientCapabilities: undefined, inputResponses: undefined, requestState: undefined });
+
 /** 2025-03-26 … 2025-11-25: initialize and sessions; results as handlers return them. */
 export class LegacyEra implements EraRules {
   readonly name = 'legacy' as const;
   readonly methods: ReadonlyMap<string, Method>;
   readonly clientRequests = true;
+  readonly #inputs = new WeakMap<Record<string, unknown>, RequestInput>();
 
   constructor(methods: ReadonlyMap<string, Method>) {
     this.methods = methods;
@@ -40,9 +43,19 @@ export class LegacyEra implements EraRules {
     return result;
   }
 
-  /** Only the capabilities the session declared at initialize. */
+  /**
+   * Only the capabilities the session declared at initialize. One frozen input per capabilities
+   * object (sessions share a few), instead of a new one per request.
+   */
   input(run: Run): RequestInput {
-    return { clientCapabilities: run.info.clientCapabilities, inputResponses: undefined, requestState: undefined };
+    const capabilities = run.info.clientCapabilities;
+    if (capabilities === undefined) return kNoInput;
+    let input = this.#inputs.get(capabilities);
+    if (input === undefined) {
+      input = Object.freeze({ clientCapabilities: capabilities, inputResponses: undefined, requestState: undefined });
+      this.#inputs.set(capabilities, input);
+    }
+    return input;
   }
 
   encode(result: Record<string, unknown>): string {

@@ -6,6 +6,7 @@
  */
 import type { AuthInfo } from '../../auth/contract.js';
 import type { RequestInfo } from '../engine.js';
+import type { LevelStore } from '../contract.js';
 import type { Incoming } from '../message.js';
 import { checkModernVersion, eraOf, metaOf, modernLogLevel } from '../era.js';
 import { ErrorCode, ProtocolError, kDefaultLegacyVersion, kLegacyVersions, kMetaProtocolVersion, kModernVersion } from '../wire.js';
@@ -20,7 +21,7 @@ export interface LegacySession {
   /** Least severe log level the session asked for (index into kLogLevels); 0 until it asks. */
   readonly logLevel: number;
   /** Where logging/setLevel keeps the session's level. */
-  readonly setLogLevel: ((level: number) => void) | undefined;
+  readonly levelStore: LevelStore | undefined;
   /** The capabilities the client declared at initialize. */
   readonly clientCapabilities: Record<string, unknown> | undefined;
 }
@@ -51,6 +52,17 @@ const kNoResponses = Object.freeze(new ProtocolError(ErrorCode.InvalidRequest, '
 const kVersionRequired = Object.freeze(new ProtocolError(ErrorCode.HeaderMismatch, 'MCP-Protocol-Version header is required', undefined, 400));
 const kVersionMismatch = Object.freeze(new ProtocolError(ErrorCode.HeaderMismatch, 'MCP-Protocol-Version header does not match _meta', undefined, 400));
 
+/** The last client scope seen and its modern scope: a keep-alive client's requests build the string once. */
+let lastClientScope = '';
+let lastModernScope = 'modern:';
+function modernScope(clientScope: string): string {
+  if (clientScope !== lastClientScope) {
+    lastClientScope = clientScope;
+    lastModernScope = `modern:${clientScope}`;
+  }
+  return lastModernScope;
+}
+
 /**
  * The RequestInfo of one message, or the ProtocolError (with its HTTP status) to refuse it with.
  * The era: body first (`_meta` protocol version), then the header (see `eraOf`).
@@ -75,7 +87,7 @@ export function requestInfo(message: Classified, edge: EdgeFacts): RequestInfo |
       const problem = checkModernVersion(metaVersion);
       if (problem !== undefined) return problem;
     }
-    const scope = edge.isolateModern ? `modern:${edge.clientScope()}` : edge.clientScope();
+    const scope = edge.isolateModern ? modernScope(edge.clientScope()) : edge.clientScope();
     return { era: 'modern', version: kModernVersion, scope, logLevel: modernLogLevel(meta), auth: edge.auth };
   }
   if (headerVersion !== undefined && !(kLegacyVersions as readonly string[]).includes(headerVersion)) {
@@ -88,7 +100,7 @@ export function requestInfo(message: Classified, edge: EdgeFacts): RequestInfo |
     version: headerVersion ?? kDefaultLegacyVersion,
     scope: session.sessionScope ?? edge.clientScope(),
     logLevel: session.logLevel,
-    setLogLevel: session.setLogLevel,
+    levelStore: session.levelStore,
     clientCapabilities: session.clientCapabilities,
     auth: edge.auth,
   };

@@ -38,6 +38,6 @@ function initialize(config: Config, capabilities: Record<string, unknown>, param
 function setLevel(run: Run, params: Record<string, unknown> | undefined): Record<string, unknown> {
   const level = kLogLevels.indexOf(params?.level as (typeof kLogLevels)[number]);
   if (level < 0) throw new ProtocolError(ErrorCode.InvalidParams, `level must be one of ${kLogLevels.join(', ')}`);
-  run.info.setLogLevel?.(level);
+  run.info.levelStore?.setLogLevel(level);
   return {};
 }

@@ -2,7 +2,7 @@ import { threadId } from 'node:worker_threads';
 import type { Engine, RequestInfo } from '../../protocol/engine.js';
 import { requestInfo } from '../../protocol/eras/request-info.js';
 import type { Classified } from '../../protocol/eras/request-info.js';
-import { classify, parseJson } from '../../protocol/message.js';
+import { classify, kBrokenJson, parseJson } from '../../protocol/message.js';
 import { ErrorCode, ProtocolError, errorBody } from '../../protocol/wire.js';
 import type { JsonRpcId } from '../../protocol/wire.js';
 import type { SessionDirectoryAccess } from '../../cluster/session-client.js';
@@ -79,6 +79,7 @@ export interface HttpEndpointOptions {
 }
 
 type Headers = readonly (readonly [string, string])[];
+type Request = Extract<Classified, { kind: 'request' }>;
 
 const kJson: Headers = [['content-type', 'application/json']];
 const kBusy: Headers = [['retry-after', '1'], ['content-type', 'application/json']];
@@ -152,7 +153,11 @@ export class HttpEndpoint {
     }
     switch (ex.method) {
       case 'POST':
-        void this.#post(ex).catch((error: unknown) => this.#crash(ex, error));
+        try {
+          this.#post(ex);
+        } catch (error) {
+          this.#crash(ex, error);
+        }
         return;
       case 'DELETE':
         void this.#delete(ex).catch((error: unknown) => this.#crash(ex, error));
@@ -202,7 +207,22 @@ export class HttpEndpoint {
     ex.respond(503, kText, (flags & kDraining) !== 0 ? 'draining' : 'cluster link down');
   }
 
-  async #post(ex: Exchange): Promise<void> {
+  /**
+   * A POST. Without `auth` or an authenticate hook nothing is awaited: the body arrives through a
+   * callback and the request runs in it (no promise, no microtask hop per request); with either,
+   * the checks are awaited first (`#postChecked`). Both paths check in the same order.
+   */
+  #post(ex: Exchange): void {
+    if (this.#auth !== undefined || this.#clients.authenticates) {
+      void this.#postChecked(ex).catch((error: unknown) => this.#crash(ex, error));
+      return;
+    }
+    const canStream = this.#rules.negotiate(ex);
+    if (canStream instanceof ProtocolError) return this.#fail(ex, null, canStream);
+    this.#read(ex, canStream, undefined, undefined);
+  }
+
+  async #postChecked(ex: Exchange): Promise<void> {
     let granted: Granted | undefined;
     if (this.#auth !== undefined) {
       granted = await this.#authorize(ex);
@@ -210,12 +230,24 @@ export class HttpEndpoint {
     }
     const canStream = this.#rules.negotiate(ex);
     if (canStream instanceof ProtocolError) return this.#fail(ex, null, canStream);
-    // Without an authenticate hook there is nothing to wait for.
-    const principal = granted !== undefined ? granted.subject : this.#clients.authenticates ? await this.#clients.principal(ex) : undefined;
+    const principal = granted !== undefined ? granted.subject : await this.#clients.principal(ex);
     if (ex.aborted) return;
     if (principal === kRefused) return this.#fail(ex, null, kUnauthorized);
-    const body = await ex.readBody(this.#o.maxBodyBytes);
-    if (body === undefined || body === 'too_large') return;
+    this.#read(ex, canStream, principal, granted);
+  }
+
+  #read(ex: Exchange, canStream: boolean, principal: string | undefined, granted: Granted | undefined): void {
+    ex.readBody(this.#o.maxBodyBytes, (body) => {
+      // Called by the adapter (maybe from its socket callback): a throw must end here, as a 500.
+      try {
+        if (body !== undefined && body !== 'too_large') this.#received(ex, body, canStream, principal, granted);
+      } catch (error) {
+        this.#crash(ex, error);
+      }
+    });
+  }
+
+  #received(ex: Exchange, body: Uint8Array, canStream: boolean, principal: string | undefined, granted: Granted | undefined): void {
     const message = this.#message(ex, body);
     if (message === undefined) return;
     if (granted !== undefined && message.kind === 'request') {
@@ -230,15 +262,23 @@ export class HttpEndpoint {
     }
     const edge = new HttpEdge(ex, this.#clients, this.#sessions, principal);
     edge.auth = granted;
-    let info = requestInfo(message, edge);
-    const id: JsonRpcId | null = message.kind === 'request' ? message.id : null;
+    const info = requestInfo(message, edge);
     if (info === kSessionElsewhere) {
       // Cluster mode, a session this node lacks: the directory may adopt it; then resolve again.
-      const refused = await this.#sessions!.adopt(edge);
-      if (ex.aborted) return;
-      info = refused ?? requestInfo(message, edge);
+      void this.#adopt(ex, message, edge, canStream).catch((error: unknown) => this.#crash(ex, error));
+      return;
     }
-    if (info instanceof ProtocolError) return this.#fail(ex, id, info);
+    this.#route(ex, message, edge, info, canStream);
+  }
+
+  async #adopt(ex: Exchange, message: Classified, edge: HttpEdge, canStream: boolean): Promise<void> {
+    const refused = await this.#sessions!.adopt(edge);
+    if (ex.aborted) return;
+    this.#route(ex, message, edge, refused ?? requestInfo(message, edge), canStream);
+  }
+
+  #route(ex: Exchange, message: Classified, edge: HttpEdge, info: RequestInfo | ProtocolError, canStream: boolean): void {
+    if (info instanceof ProtocolError) return this.#fail(ex, message.kind === 'request' ? message.id : null, info);
     if (message.kind === 'response') {
       // An answer to a request a tool sent this client (any worker may receive it).
       this.#engine.handleResponse(message, info.scope);
@@ -247,21 +287,31 @@ export class HttpEndpoint {
     if (message.kind === 'notification') return this.#notification(ex, message.method, message.params, info);
     if (info.era === 'modern') {
       const problem = checkModernRequest(ex, message.method, message.params, this.#engine, this.#params);
-      if (problem !== undefined) return this.#fail(ex, id, problem);
+      if (problem !== undefined) return this.#fail(ex, message.id, problem);
     } else {
       // Cluster mode: a new session or a new log level is in Redis before the response goes out.
       const storing = this.#sessions?.beforeRequest(edge, message.method, message.params);
       if (storing !== undefined) {
-        const refused = await storing;
-        if (ex.aborted) return this.#sessions!.drop(edge.opened);
-        if (refused !== undefined) return this.#fail(ex, id, refused);
+        void this.#stored(ex, storing, message, edge, info, canStream).catch((error: unknown) => this.#crash(ex, error));
+        return;
       }
     }
+    this.#run(ex, message, edge, info, canStream);
+  }
+
+  async #stored(ex: Exchange, storing: Promise<ProtocolError | undefined>, message: Request, edge: HttpEdge, info: RequestInfo, canStream: boolean): Promise<void> {
+    const refused = await storing;
+    if (ex.aborted) return this.#sessions!.drop(edge.opened);
+    if (refused !== undefined) return this.#fail(ex, message.id, refused);
+    this.#run(ex, message, edge, info, canStream);
+  }
+
+  #run(ex: Exchange, message: Request, edge: HttpEdge, info: RequestInfo, canStream: boolean): void {
     const client = edge.clientScope();
     if (!this.#limits.acquire(client)) {
       this.#sessions?.drop(edge.opened);
       this.#engine.config.counters.add(Counter.ClientLimited);
-      return this.#fail(ex, id, kTooManyInFlight);
+      return this.#fail(ex, message.id, kTooManyInFlight);
     }
     const extra = this.#headers.extra(ex);
     const cancelOnGone = info.era === 'modern' || this.#o.cancelOnDisconnect;
@@ -273,9 +323,9 @@ export class HttpEndpoint {
   /** The body as one classified JSON-RPC message; undefined when it was refused (answered here). */
   #message(ex: Exchange, body: Uint8Array): Classified | undefined {
     const parsed = parseJson(body);
-    if (!parsed.ok) return this.#fail(ex, null, kParseError);
-    if (Array.isArray(parsed.value)) return this.#fail(ex, null, kBatch);
-    const message = classify(parsed.value);
+    if (parsed === kBrokenJson) return this.#fail(ex, null, kParseError);
+    if (Array.isArray(parsed)) return this.#fail(ex, null, kBatch);
+    const message = classify(parsed);
     if (message.kind === 'invalid') return this.#fail(ex, message.id, new ProtocolError(message.code, message.message, undefined, 400));
     return message;
   }

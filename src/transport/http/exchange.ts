@@ -1,3 +1,6 @@
+/** What `Exchange.readBody` calls back with. */
+export type BodyCallback = (body: Uint8Array | 'too_large' | undefined) => void;
+
 /**
  * The contract an HTTP adapter fills (hono's idea, smaller). The protocol side sees only this;
  * only `uws/` imports uWebSockets.js and only `node/` imports node:http.
@@ -24,11 +27,13 @@ export interface Exchange {
    */
   readonly duplicateHeader: string | undefined;
   /**
-   * Reads the whole body, at most `limit` bytes. Resolves `undefined` if the client went away, and
-   * `'too_large'` past the limit (the adapter has then already answered 413 and closed). A body that
-   * arrived before this call (e.g. while an authenticate hook was waiting) is returned whole.
+   * Reads the whole body, at most `limit` bytes, and calls `done` once with it: `undefined` if the
+   * client went away, `'too_large'` past the limit (the adapter has then already answered 413 and
+   * closed). A body that arrived before this call (e.g. while an authenticate hook was waiting) is
+   * given whole, at once (`done` may run before readBody returns). A callback, not a promise: the
+   * request then runs in the adapter's own data callback, without a microtask hop.
    */
-  readBody(limit: number): Promise<Uint8Array | 'too_large' | undefined>;
+  readBody(limit: number, done: BodyCallback): void;
   /** Called once if the client goes away (or `destroy()` is called) before the exchange ended. */
   onAbort(listener: () => void): void;
   /** True once the client is gone. */
@@ -82,6 +87,40 @@ const kWanted: ReadonlySet<string> = new Set(kRequestHeaders);
  */
 export function wantedHeader(name: string): boolean {
   return kWanted.has(name) || (name.length > 10 && name.startsWith('mcp-param-'));
+}
+
+/**
+ * The constant of `kRequestHeaders` equal to this (lower-case) name, else undefined. Adapters key
+ * their header Map by it: a Map lookup then uses the constant's precomputed hash, where each
+ * request's own name string (new every time) would be hashed first; the length switch makes most
+ * names one comparison.
+ */
+export function knownHeader(name: string): string | undefined {
+  switch (name.length) {
+    case 4: return name === 'host' ? 'host' : undefined;
+    case 6: return name === 'accept' ? 'accept' : name === 'origin' ? 'origin' : name === 'cookie' ? 'cookie' : undefined;
+    case 8: return name === 'mcp-name' ? 'mcp-name' : undefined;
+    case 10: return name === 'mcp-method' ? 'mcp-method' : undefined;
+    case 12: return name === 'content-type' ? 'content-type' : undefined;
+    case 13: return name === 'authorization' ? 'authorization' : name === 'last-event-id' ? 'last-event-id' : undefined;
+    case 14: return name === 'content-length' ? 'content-length' : name === 'mcp-session-id' ? 'mcp-session-id' : undefined;
+    case 15: return name === 'x-forwarded-for' ? 'x-forwarded-for' : undefined;
+    case 20: return name === 'mcp-protocol-version' ? 'mcp-protocol-version' : undefined;
+    case 29: return name === 'access-control-request-method' ? 'access-control-request-method' : undefined;
+    case 30: return name === 'access-control-request-headers' ? 'access-control-request-headers' : undefined;
+    default: return undefined;
+  }
+}
+
+/**
+ * Copies one request header by the rules of `Exchange.header` (every header with `all`, else the
+ * wanted ones); returns `name` when it repeats a `kSingleHeaders` header. Shared by the adapters.
+ */
+export function collectHeader(headers: Map<string, string>, name: string, value: string, all: boolean): string | undefined {
+  const known = knownHeader(name);
+  if (known !== undefined) return addHeader(headers, known, value);
+  if (all || (name.length > 10 && name.startsWith('mcp-param-'))) return addHeader(headers, name, value);
+  return undefined;
 }
 
 /**

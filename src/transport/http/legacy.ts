@@ -9,6 +9,7 @@ import type { Classified, EdgeFacts, LegacySession } from '../../protocol/eras/r
 import { ErrorCode, ProtocolError } from '../../protocol/wire.js';
 import { kLogLevels } from '../../tools/context.js';
 import { capabilitiesOf, capabilityBits, principalDigest } from '../../sessions/store.js';
+import type { SessionLookup } from '../../sessions/store.js';
 import type { SessionStore } from '../../sessions/store.js';
 import { Counter } from '../../telemetry/counters.js';
 import type { ServerCounters } from '../../telemetry/counters.js';
@@ -81,8 +82,8 @@ export class LegacySessions {
     if (!found.ok) return this.#directory === undefined || edge.adoptTried ? kSessionNotFound : kSessionElsewhere;
     edge.sessionScope = edge.clients.sessionScope(presented);
     if (found.logLevel >= 0) edge.logLevel = found.logLevel;
-    const store = this.store;
-    edge.setLogLevel = (level) => store.setLogLevel(found, level);
+    edge.found = found;
+    edge.levelStore = edge;
     edge.clientCapabilities = capabilitiesOf(found.capabilities);
     return edge;
   }
@@ -186,7 +187,10 @@ export class HttpEdge implements EdgeFacts, LegacySession {
   #clientScope: string | undefined;
   sessionScope: string | undefined;
   logLevel = 0; // legacy: everything until logging/setLevel says otherwise
-  setLogLevel: ((level: number) => void) | undefined;
+  /** Itself once a session was found (logging/setLevel then stores the level in it). */
+  levelStore: HttpEdge | undefined;
+  /** The session found for this request. */
+  found: SessionLookup | undefined;
   clientCapabilities: Record<string, unknown> | undefined;
   /** A session this request's initialize opened (announced in the reply; dropped if refused). */
   opened: string | undefined;
@@ -215,6 +219,10 @@ export class HttpEdge implements EdgeFacts, LegacySession {
 
   clientScope(): string {
     return this.#clientScope ??= this.clients.scope(this.principalId, this.ex);
+  }
+
+  setLogLevel(level: number): void {
+    if (this.found !== undefined) this.#sessions?.store.setLogLevel(this.found, level);
   }
 
   legacySession(message: Classified): LegacySession | ProtocolError {

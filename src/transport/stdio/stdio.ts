@@ -29,7 +29,13 @@ class StdioEdge implements EdgeFacts, LegacySession {
   readonly sessionScope = kScope;
   logLevel = 0; // the whole connection is one session: logging/setLevel applies to it
   clientCapabilities: Record<string, unknown> | undefined;
-  readonly setLogLevel = (level: number): void => { this.logLevel = level; };
+  get levelStore(): this {
+    return this;
+  }
+
+  setLogLevel(level: number): void {
+    this.logLevel = level;
+  }
 
   clientScope(): string {
     return kScope;

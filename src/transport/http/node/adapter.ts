@@ -3,8 +3,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { SluiceError } from '../../../errors.js';
 import type { AdapterOptions, Listening } from '../adapter.js';
-import type { Exchange } from '../exchange.js';
-import { addHeader, wantedHeader } from '../exchange.js';
+import type { BodyCallback, Exchange } from '../exchange.js';
+import { collectHeader } from '../exchange.js';
 import { nodeReusePort } from './reuse-port.js';
 
 /**
@@ -98,7 +98,7 @@ class NodeExchange implements Exchange {
     let repeated: string | undefined;
     for (let i = 0; i < raw.length; i += 2) {
       const name = raw[i].toLowerCase();
-      if (all || wantedHeader(name)) repeated ??= addHeader(this.#headers, name, raw[i + 1]);
+      repeated ??= collectHeader(this.#headers, name, raw[i + 1], all);
     }
     this.duplicateHeader = repeated;
     res.once('close', () => {
@@ -117,37 +117,37 @@ class NodeExchange implements Exchange {
     this.#onAbort = listener;
   }
 
-  readBody(limit: number): Promise<Uint8Array | 'too_large' | undefined> {
-    if (this.aborted) return Promise.resolve(undefined);
+  readBody(limit: number, done: BodyCallback): void {
+    if (this.aborted) return done(undefined);
     const max = Math.min(limit, this.#options.maxBodyBytes);
     const declared = Number(this.#headers.get('content-length'));
-    if (declared > max) return Promise.resolve(this.#tooLarge());
-    return new Promise((resolve) => {
+    if (declared > max) return done(this.#tooLarge());
+    {
       const chunks: Buffer[] = [];
       let size = 0;
       const timer = setTimeout(() => {
         cleanup();
         this.respond(408, [['connection', 'close']], '');
         this.#req.destroy();
-        resolve(undefined);
+        done(undefined);
       }, this.#options.bodyTimeoutMs);
       const onData = (chunk: Buffer) => {
         size += chunk.length;
         if (size > max) {
           cleanup();
-          resolve(this.#tooLarge());
+          done(this.#tooLarge());
           return;
         }
         chunks.push(chunk);
       };
-      const onEnd = () => { cleanup(); resolve(Buffer.concat(chunks, size)); };
-      const onGone = () => { cleanup(); resolve(undefined); };
+      const onEnd = () => { cleanup(); done(Buffer.concat(chunks, size)); };
+      const onGone = () => { cleanup(); done(undefined); };
       const cleanup = () => {
         clearTimeout(timer);
         this.#req.off('data', onData).off('end', onEnd).off('aborted', onGone).off('error', onGone);
       };
       this.#req.on('data', onData).once('end', onEnd).once('aborted', onGone).once('error', onGone);
-    });
+    }
   }
 
   #tooLarge(): 'too_large' {

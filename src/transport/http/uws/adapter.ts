@@ -1,7 +1,7 @@
 import { SluiceError } from '../../../errors.js';
 import type { AdapterOptions, Listening } from '../adapter.js';
-import type { Exchange } from '../exchange.js';
-import { addHeader, kStatusText, wantedHeader } from '../exchange.js';
+import type { BodyCallback, Exchange } from '../exchange.js';
+import { collectHeader, kStatusText } from '../exchange.js';
 import { loadUws } from './load.js';
 import type { UwsRequest, UwsResponse } from './load.js';
 
@@ -30,32 +30,67 @@ function addressText(res: UwsResponse): string {
 let collecting = new Map<string, string>();
 let repeated: string | undefined;
 function collectWanted(name: string, value: string): void {
-  if (wantedHeader(name)) repeated ??= addHeader(collecting, name, value);
+  repeated ??= collectHeader(collecting, name, value, false);
 }
 function collectAll(name: string, value: string): void {
-  repeated ??= addHeader(collecting, name, value);
+  repeated ??= collectHeader(collecting, name, value, true);
 }
 
-// One corked write without a closure per call (cork runs its callback synchronously).
+// One corked write or response without a closure per call (cork runs its callback synchronously).
 let corkRes: UwsResponse;
 let corkChunk = '';
 let corkOk = true;
+let corkStatus = 200;
+const kNoHeaders: readonly (readonly [string, string])[] = [];
+let corkHeaders = kNoHeaders;
+let corkClose = false;
 function corkedWrite(): void {
   corkOk = corkRes.write(corkChunk);
 }
+function corkedRespond(): void {
+  const res = corkRes;
+  // uWS sends "200 OK" unless told otherwise: the common status costs no call.
+  if (corkStatus !== 200) res.writeStatus(statusLine(corkStatus));
+  const headers = corkHeaders;
+  for (let i = 0; i < headers.length; i++) res.writeHeader(headers[i]![0], headers[i]![1]);
+  if (corkStatus === 204) res.endWithoutBody(0, corkClose);
+  else res.end(corkChunk, corkClose);
+}
 function noop(): void {}
+
+/** Status lines, built once per status. */
+const kStatusLines = new Map<number, string>();
+function statusLine(status: number): string {
+  let line = kStatusLines.get(status);
+  if (line === undefined) {
+    line = `${status} ${kStatusText[status] ?? ''}`;
+    kStatusLines.set(status, line);
+  }
+  return line;
+}
+
+/** uWS reports methods in lower case: the usual ones map to constants instead of a new string each. */
+function upperMethod(method: string): string {
+  switch (method) {
+    case 'post': return 'POST';
+    case 'get': return 'GET';
+    case 'delete': return 'DELETE';
+    case 'options': return 'OPTIONS';
+    default: return method.toUpperCase();
+  }
+}
 
 /** uWebSockets.js adapter. Several threads may listen on one port (SO_REUSEPORT, Linux). */
 export function listenUws(options: AdapterOptions): Promise<Listening> {
   const uws = loadUws();
-  const open = new Set<UwsExchange>();
+  const open = new OpenExchanges();
   const app = uws.App().any('/*', (res, req) => {
     options.handler(new UwsExchange(res, req, options, open));
   });
   // One coarse sweep for body deadlines instead of a timer per request (they are seconds long).
   const sweep = setInterval(() => {
     const now = Date.now();
-    for (const ex of open) ex.checkDeadline(now);
+    open.forEach((ex) => ex.checkDeadline(now));
   }, Math.min(250, Math.max(10, options.bodyTimeoutMs / 4)));
   sweep.unref();
   return new Promise((resolve, reject) => {
@@ -73,7 +108,7 @@ export function listenUws(options: AdapterOptions): Promise<Listening> {
         abort: () => {
           clearInterval(sweep);
           uws.us_listen_socket_close(socket);
-          for (const ex of open) ex.forceClose();
+          open.forEach((ex) => ex.forceClose());
           app.close?.();
         },
         close: async (graceMs) => {
@@ -82,13 +117,53 @@ export function listenUws(options: AdapterOptions): Promise<Listening> {
           uws.us_listen_socket_close(socket);
           const deadline = Date.now() + graceMs;
           while (open.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
-          for (const ex of open) ex.forceClose();
+          open.forEach((ex) => ex.forceClose());
           clearInterval(sweep);
           app.close?.();
         },
       });
     });
   });
+}
+
+/**
+ * The exchanges of one listener not yet ended (the body sweep and close walk them): a list linked
+ * through the exchanges, so joining and leaving it cost no hashing, unlike a Set.
+ */
+class OpenExchanges {
+  #first: UwsExchange | undefined;
+  size = 0;
+
+  add(ex: UwsExchange): void {
+    const first = this.#first;
+    ex.linkNext = first;
+    ex.linkPrev = undefined;
+    if (first !== undefined) first.linkPrev = ex;
+    this.#first = ex;
+    ex.listed = true;
+    this.size++;
+  }
+
+  delete(ex: UwsExchange): void {
+    if (!ex.listed) return;
+    ex.listed = false;
+    const { linkPrev: prev, linkNext: next } = ex;
+    if (prev === undefined) this.#first = next;
+    else prev.linkNext = next;
+    if (next !== undefined) next.linkPrev = prev;
+    ex.linkPrev = undefined;
+    ex.linkNext = undefined;
+    this.size--;
+  }
+
+  /** Calls `fn` on each; `fn` may remove the exchange it is given. */
+  forEach(fn: (ex: UwsExchange) => void): void {
+    for (let ex = this.#first; ex !== undefined;) {
+      const next = ex.linkNext;
+      fn(ex);
+      ex = next;
+    }
+  }
 }
 
 class UwsExchange implements Exchange {
@@ -99,13 +174,19 @@ class UwsExchange implements Exchange {
   #remoteAddress: string | undefined;
   readonly #res: UwsResponse;
   readonly #headers = new Map<string, string>();
-  readonly #open: Set<UwsExchange>;
+  readonly #open: OpenExchanges;
+  /** Links of `OpenExchanges` (while listed). */
+  linkPrev: UwsExchange | undefined = undefined;
+  linkNext: UwsExchange | undefined = undefined;
+  listed = false;
   #onAbort: (() => void) | undefined;
-  #chunks: Buffer[] = [];
+  /** The body's first chunk, and the rest when it came in several (most come in one). */
+  #first: Buffer | undefined;
+  #more: Buffer[] | undefined;
   #size = 0;
   #complete = false;
   #tooLarge = false;
-  #waiter: ((body: Uint8Array | 'too_large' | undefined) => void) | undefined;
+  #waiter: BodyCallback | undefined;
   /** When the body must have arrived (0: no deadline). Checked by the adapter's sweep. */
   #deadline = 0;
   #ended = false;
@@ -121,10 +202,10 @@ class UwsExchange implements Exchange {
   #held = 0;
   #watching = false;
 
-  constructor(res: UwsResponse, req: UwsRequest, options: AdapterOptions, open: Set<UwsExchange>) {
+  constructor(res: UwsResponse, req: UwsRequest, options: AdapterOptions, open: OpenExchanges) {
     this.#res = res;
     this.#open = open;
-    const method = req.getMethod().toUpperCase();
+    const method = upperMethod(req.getMethod());
     this.method = method;
     const url = req.getUrl();
     const q = url.indexOf('?');
@@ -160,7 +241,8 @@ class UwsExchange implements Exchange {
         // Node's shared pool (every byte is overwritten here) instead of a fresh backing store.
         const copy = Buffer.allocUnsafe(chunk.byteLength);
         copy.set(new Uint8Array(chunk));
-        this.#chunks.push(copy);
+        if (this.#first === undefined) this.#first = copy;
+        else (this.#more ??= []).push(copy);
         if (isLast) {
           this.#complete = true;
           this.#deadline = 0;
@@ -190,23 +272,27 @@ class UwsExchange implements Exchange {
     this.#onAbort = listener;
   }
 
-  readBody(limit: number): Promise<Uint8Array | 'too_large' | undefined> {
-    if (this.#tooLarge) return Promise.resolve('too_large');
-    if (this.aborted) return Promise.resolve(undefined);
+  readBody(limit: number, done: BodyCallback): void {
+    if (this.#tooLarge) return done('too_large');
+    if (this.aborted) return done(undefined);
     if (this.#size > limit) {
       this.#refuseTooLarge();
-      return Promise.resolve('too_large');
+      return done('too_large');
     }
     if (this.#complete) {
       const body = this.#body();
-      this.#chunks = [];
-      return Promise.resolve(body);
+      this.#first = undefined;
+      this.#more = undefined;
+      return done(body);
     }
-    return new Promise((resolve) => { this.#waiter = resolve; });
+    this.#waiter = done;
   }
 
   #body(): Uint8Array {
-    return this.#chunks.length === 1 ? this.#chunks[0] : Buffer.concat(this.#chunks, this.#size);
+    const first = this.#first;
+    if (first === undefined) return Buffer.alloc(0);
+    const more = this.#more;
+    return more === undefined ? first : Buffer.concat([first, ...more], this.#size);
   }
 
   /** The adapter's sweep: a body still incomplete past its deadline gets 408. */
@@ -221,7 +307,8 @@ class UwsExchange implements Exchange {
     this.#deadline = 0;
     const waiter = this.#waiter;
     this.#waiter = undefined;
-    this.#chunks = [];
+    this.#first = undefined;
+    this.#more = undefined;
     waiter?.(body);
   }
 
@@ -235,19 +322,21 @@ class UwsExchange implements Exchange {
   respond(status: number, headers: readonly (readonly [string, string])[], body: string, closeConnection = false): void {
     if (this.aborted || this.#ended) return;
     this.#ended = true;
-    this.#res.cork(() => {
-      this.#res.writeStatus(`${status} ${kStatusText[status] ?? ''}`);
-      for (const [k, v] of headers) this.#res.writeHeader(k, v);
-      if (status === 204) this.#res.endWithoutBody(0, closeConnection);
-      else this.#res.end(body, closeConnection);
-    });
+    corkRes = this.#res;
+    corkStatus = status;
+    corkHeaders = headers;
+    corkChunk = body;
+    corkClose = closeConnection;
+    this.#res.cork(corkedRespond);
+    corkChunk = ''; // keep neither the body nor the headers alive until the next response
+    corkHeaders = kNoHeaders;
     this.#finish();
   }
 
   startStream(status: number, headers: readonly (readonly [string, string])[]): void {
     if (this.aborted || this.#ended) return;
     this.#res.cork(() => {
-      this.#res.writeStatus(`${status} ${kStatusText[status] ?? ''}`);
+      this.#res.writeStatus(statusLine(status));
       for (const [k, v] of headers) this.#res.writeHeader(k, v);
       this.#res.write(''); // sends the status line and headers now
     });

@@ -1,0 +1,28 @@
+// The hardened floor: the raw uWS echo (uws-echo.mjs) plus the reads any MCP server that keeps its
+// hardening must make per request, and nothing else: method and URL, every header into a Map (repeats
+// and Mcp-Param-* need them all), the peer address (per-client limits and scopes), a UTF-8 check,
+// a status line. Beside uws-echo.mjs it shows what those reads cost, apart from any protocol logic.
+import { isUtf8 } from 'node:buffer';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+const require = createRequire(import.meta.url);
+const dir = dirname(require.resolve('@trufflesuite/uws-js-unofficial/package.json'));
+const uws = require(join(dir, 'binaries', `uws_${process.platform}_${process.arch}_${process.versions.modules}.node`));
+uws.App().any('/*', (res, req) => {
+  const method = req.getMethod();
+  const url = req.getUrl();
+  const headers = new Map();
+  req.forEach((k, v) => { headers.set(k, v); });
+  const address = new Uint8Array(res.getRemoteAddress());
+  const chunks = [];
+  res.onAborted(() => { res.aborted = true; });
+  res.onData((chunk, last) => {
+    chunks.push(Buffer.from(chunk.slice(0)));
+    if (!last) return;
+    const bytes = Buffer.concat(chunks);
+    if (!isUtf8(bytes) || method !== 'post' || url !== '/mcp' || address.length === 0) return res.close();
+    const m = JSON.parse(bytes.toString());
+    const body = JSON.stringify({ jsonrpc: '2.0', id: m.id, result: { content: [{ type: 'text', text: m.params.arguments.text }] } });
+    if (!res.aborted) res.cork(() => { res.writeStatus('200 OK').writeHeader('content-type', headers.get('content-type') === undefined ? 'text/plain' : 'application/json').end(body); });
+  });
+}).listen('127.0.0.1', 0, (s) => process.stdout.write(`READY ${uws.us_socket_local_port(s)}\n`));
