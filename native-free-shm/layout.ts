@@ -40,7 +40,8 @@ export const kHeaderWords = 16;
 
 /**
  * One row per slot, everything a lookup reads in one place: control word, hash, key length, the
- * probe limit of the rows whose home is this slot, then the key, then the value. A lookup that hits
+ * probe limit of the rows whose home is this slot, then the key and the value (a small value first).
+ * A lookup that hits
  * at its home reads one row (one cache miss for short keys) instead of a metadata line plus a key
  * line (measured: bench/results/registry-latest.md, lookups row).
  */
@@ -49,9 +50,10 @@ export const kRowHash = 1;
 export const kRowLen = 2;
 export const kRowDist = 3;
 export const kRowKey = 4;
-/** Rows of at most this many words are padded to whole 64-byte lines, so no short row straddles two. */
+/** Rows are padded to whole 64-byte lines. */
 export const kLineWords = 16;
-export const kAlignRowsUpTo = 32;
+/** Values of at most this many words sit before the key (on the control word's line), larger ones after it. */
+export const kSmallValueWords = 4;
 
 /** Roster (thread table) layout. */
 export const kRosterMagic = 0x53485253; // 'SHRS'

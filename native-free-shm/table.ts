@@ -2,8 +2,8 @@ import { randomInt } from 'node:crypto';
 import { ShmError, checkInteger } from './errors.js';
 import { hashWords, wordsFor } from './hash.js';
 import {
-  kAlignRowsUpTo, kEmpty, kFlagBit, kHdrKeyWords, kHdrMagic, kHdrSeed, kHdrSlots, kHdrTableId, kHdrValueWords, kHdrVersion,
-  kHeaderWords, kIdentityMask, kLineWords, kLive, kRowDist, kRowHash, kRowKey, kRowLen, kSeqMask, kSeqShift, kStateMask,
+  kEmpty, kFlagBit, kHdrKeyWords, kHdrMagic, kHdrSeed, kHdrSlots, kHdrTableId, kHdrValueWords, kHdrVersion,
+  kHeaderWords, kIdentityMask, kLineWords, kLive, kRowDist, kRowHash, kRowKey, kRowLen, kSeqMask, kSmallValueWords, kSeqShift, kStateMask,
   kTableMagic, kTableVersion, kTombstone, kWaitedBit, kWriting,
 } from './layout.js';
 import type { IntentRecoverer, Roster, RosterMember } from './roster.js';
@@ -37,18 +37,22 @@ interface Geometry {
   slots: number;
   keyWords: number;
   valueWords: number;
-  /** Words per row, and the offset of the value in a row (even, so Float64 values align). */
+  /** Words per row, and the offsets of the key and of the value in a row (the value's even, so Float64 values align). */
   stride: number;
+  keyOffset: number;
   valueOffset: number;
   totalWords: number;
 }
 
 function geometry(slots: number, keyWords: number, valueWords: number): Geometry {
-  const valueOffset = (kRowKey + keyWords + 1) & ~1;
-  let stride = valueOffset + valueWords;
-  // Short rows fill whole cache lines (a lookup then misses once); long ones are only kept even.
-  if (stride <= kAlignRowsUpTo) stride = Math.ceil(stride / kLineWords) * kLineWords;
-  return { slots, keyWords, valueWords, stride, valueOffset, totalWords: kHeaderWords + slots * stride };
+  // A small value goes before the key, on the control word's line (the registry reads an in-flight
+  // row's owner right before raising its flag); a large one after it, so the key stays near.
+  const small = valueWords <= kSmallValueWords;
+  const keyOffset = small ? kRowKey + valueWords : kRowKey;
+  const valueOffset = small ? kRowKey : (kRowKey + keyWords + 1) & ~1;
+  const stride = Math.ceil((small ? keyOffset + keyWords : valueOffset + valueWords) / kLineWords) * kLineWords;
+  // Every row starts on a cache line, so a short one never straddles two.
+  return { slots, keyWords, valueWords, stride, keyOffset, valueOffset, totalWords: kHeaderWords + slots * stride };
 }
 
 /**
@@ -83,8 +87,9 @@ export class ShmTable implements IntentRecoverer {
   readonly #buf: SharedArrayBuffer;
   readonly #roster: Roster;
   readonly #g: Geometry;
-  /** Words per row. */
+  /** Words per row, and where the key starts in one. */
   readonly #stride: number;
+  readonly #keyOffset: number;
   #claimFrom = 0;
   // Cursor of the current find/next (per thread: a table object is never shared between threads).
   #cKey: Int32Array = new Int32Array(0);
@@ -142,6 +147,7 @@ export class ShmTable implements IntentRecoverer {
     this.tableId = hdr[kHdrTableId];
     this.#g = geometry(this.slots, this.keyWords, this.valueWords);
     this.#stride = this.#g.stride;
+    this.#keyOffset = this.#g.keyOffset;
     this.i32 = new Int32Array(buffer);
     this.f64 = new Float64Array(buffer, 0, buffer.byteLength >>> 3);
     roster.register(this);
@@ -181,7 +187,7 @@ export class ShmTable implements IntentRecoverer {
 
   /** Index of key word 0 of `slot` in `i32`. */
   keyIndex(slot: number): number {
-    return kHeaderWords + slot * this.#stride + kRowKey;
+    return kHeaderWords + slot * this.#stride + this.#keyOffset;
   }
 
   keyLength(slot: number): number {
@@ -211,7 +217,7 @@ export class ShmTable implements IntentRecoverer {
         if (Atomics.compareExchange(w, m, c, (member.index << kSeqShift) | kWriting) === c) {
           w[m + kRowHash] = hash;
           w[m + kRowLen] = byteLength;
-          const k = m + kRowKey;
+          const k = m + this.#keyOffset;
           for (let j = 0; j < words; j++) w[k + j] = key[at + j];
           // Lookups of this home must reach distance d before the row becomes visible.
           // (The distance only grows, so a plain read that already shows `want` is not stale.)
@@ -282,7 +288,7 @@ export class ShmTable implements IntentRecoverer {
       const state = c1 & kStateMask;
       if (state === kEmpty) break; // nothing was ever placed at or beyond a never-used slot
       if (state === kLive && w[m + kRowHash] === hash && w[m + kRowLen] === len) {
-        const k = m + kRowKey;
+        const k = m + this.#keyOffset;
         let j = 0;
         while (j < words && w[k + j] === key[at + j]) j++;
         if (j === words) {

@@ -6,7 +6,8 @@ import type { RequestId } from './key.js';
 
 /** What a handle needs of its registry (kept narrow so the handle cannot reach the rest). */
 export interface ReasonSource {
-  reason(id: RequestId, scope: string): string | undefined;
+  /** The reason of the request in in-flight `slot`, once its flag was seen (waits briefly if the canceller is still writing it). */
+  reasonOf(slot: number, id: RequestId, scope: string): string | undefined;
 }
 
 /** Shared by every handle of one registry in one thread, so a handle itself stays small. */
@@ -174,7 +175,7 @@ export class TrackHandle {
 
   /** The sanitised reason given with the cancellation, if any (read once the request is cancelled). */
   get reason(): string | undefined {
-    if (this.#reason === undefined && this.cancelled) this.#reason = this.#ctx.reasons.reason(this.id, this.scope);
+    if (this.#reason === undefined && this.cancelled) this.#reason = this.#ctx.reasons.reasonOf(this.slot, this.id, this.scope);
     return this.#reason;
   }
 

@@ -11,8 +11,8 @@ import type { RequestId } from './key.js';
 import {
   kCounterCount, kCtAllowance, kCtCancellations, kCtCancellationsRefused, kCtEvictions, kCtExpired, kCtInFlightSwept, kCtTrackRefused,
   kCtTracked, kCtUntracked,
-  kCvAt, kCvReason, kCvReasonLen, kCvScopeHash, kCvStamp, kIvOwner, kStBuckets, kStPool, kStMagic, kStRows, kStStamp,
-  kStateMagic, kTableCancellations, kTableInFlight, epochBase, kEpochArmed, kEpochStride,
+  kCvAt, kCvReason, kCvReasonLen, kCvScopeHash, kCvStamp, kIvCanceller, kIvOwner, kStBuckets, kStPool, kStMagic, kStRows, kStStamp,
+  kStateMagic, kTableCancellations, kTableInFlight, epochBase, kEpochArmed, kEpochCancelling, kEpochStride,
 } from './layout.js';
 import { kTokenIndexBits } from '../../native-free-shm/layout.js';
 import { QuotaPolicy, checkCount, checkRegistryOptions, kCancelValueWords, rowGone } from './policy.js';
@@ -65,6 +65,14 @@ const kOk: CancelResult = Object.freeze({ ok: true });
 const kLimit: CancelResult = Object.freeze({ ok: false, error: 'cancellation_limit_reached' });
 const kInvalid: CancelResult = Object.freeze({ ok: false, error: 'invalid_request_id' });
 const kDecoder = new TextDecoder();
+/** `#readReason` found no cancellation row (as opposed to a row without a reason: undefined). */
+const kNoRow = null;
+/**
+ * How long `reasonOf` waits at most for a canceller that raised a flag to publish its row. That
+ * normally takes well under a microsecond; the bound only matters for a canceller descheduled, or
+ * killed, in between (a killed one is cleared on release anyway).
+ */
+const kReasonWaitMs = 5;
 
 /** Allocates a registry in shared memory; the calling thread is attached to it. */
 export function createRegistry(options: RegistryOptions = {}): Registry {
@@ -130,6 +138,8 @@ export class Registry {
   /** Word of roster entry 0's cancel epoch in `#state`, and how many entries have one. */
   readonly #epochs: number;
   readonly #epochCount: number;
+  /** This thread's "cancelling" word in `#state` (see kEpochCancelling), -1 if it has no epoch line. */
+  readonly #cancelling: number;
   /** Quota and eviction: called only when a bucket is at the quota, the cap is reached, or by cleanup. */
   readonly #policy: QuotaPolicy;
 
@@ -153,7 +163,9 @@ export class Registry {
     this.#enc = new KeyEncoder(this.#inFlight.seed);
     this.#epochs = epochBase(descriptor.buckets);
     this.#epochCount = Math.max(0, Math.floor((this.#state.length - this.#epochs) / kEpochStride));
-    this.#adopted = { table: this.#inFlight, words: this.#inFlight.i32, reasons: this };
+    this.#cancelling = this.#member.index < this.#epochCount ? this.#epochs + this.#member.index * kEpochStride + kEpochCancelling : -1;
+    const reasons = { reasonOf: (slot: number, id: RequestId, scope: string) => this.#reasonOf(slot, id, scope) };
+    this.#adopted = { table: this.#inFlight, words: this.#inFlight.i32, reasons };
     this.#handles = this.#member.index < this.#epochCount
       ? { ...this.#adopted, watcher: new CancelWatcher(this.#state, this.#epochs + this.#member.index * kEpochStride) }
       : this.#adopted;
@@ -166,6 +178,8 @@ export class Registry {
     this.#inFlight.onRecovered = () => { Atomics.add(this.#state, kStPool, 1); };
     this.#cancels.onRecovered = () => { Atomics.sub(this.#state, kStRows, 1); };
     this.#roster.onRelease((index) => {
+      // A thread that died inside `cancel` must not leave readers waiting for its row.
+      if (index < this.#epochCount) Atomics.store(this.#state, this.#epochs + index * kEpochStride + kEpochCancelling, 0);
       const at = this.#roster.counterBaseOf(index) + kCtAllowance;
       const held = this.#counters[at];
       this.#counters[at] = 0;
@@ -278,7 +292,10 @@ export class Registry {
    */
   #raise(slot: number, ctl: number): void {
     const table = this.#inFlight;
-    const index = table.i32[table.valueIndex(slot) + kIvOwner]! & ((1 << kTokenIndexBits) - 1);
+    const v = table.valueIndex(slot);
+    const index = table.i32[v + kIvOwner]! & ((1 << kTokenIndexBits) - 1);
+    // Who is raising it, for `reasonOf` (the raise's compare-and-swap publishes this store).
+    table.i32[v + kIvCanceller] = this.#member.index + 1;
     if (!table.raise(slot, ctl) || index >= this.#epochCount) return;
     const state = this.#state;
     const at = this.#epochs + index * kEpochStride;
@@ -297,16 +314,53 @@ export class Registry {
     if (!enc.encode(id, checkScope(scope))) return kInvalid;
     const state = this.#state;
     const bucket = kStBuckets + (enc.scopeHash & this.#bucketMask);
-    if (only === undefined && this.maxRowsPerScope !== Infinity && Atomics.load(state, bucket) >= this.maxRowsPerScope && this.#policy.scopeFull(scope)) {
+    // A plain read of the bucket (an Atomics.load is a ~9 ns call on Node 20, ahead of the raise):
+    // it only gates the exact test, and the bucket is an approximate count while writers race anyway.
+    if (only === undefined && this.maxRowsPerScope !== Infinity && state[bucket] >= this.maxRowsPerScope && this.#policy.scopeFull(scope)) {
       this.#counters[this.#cb + kCtCancellationsRefused]++;
       return kLimit;
     }
+    // Raise the running requests' flags first: that is what a polling tool waits for (measured:
+    // bench/results/registry-latest.md, cancel → observed). The reason becomes readable a moment
+    // later, when the row below is published; until then this thread's cancelling word is 1 and
+    // `reasonOf` waits on it, so a tool that reads the reason right after the flag still gets it.
+    const cancelling = this.#cancelling;
+    if (cancelling >= 0) state[cancelling] = 1; // published by the raise's compare-and-swap
+    try {
+      const key = enc.key;
+      const hash = enc.hash;
+      const inFlight = this.#inFlight;
+      if (only !== undefined) this.#raise(only.slot, only.ctl);
+      else for (let s = inFlight.find(key.words, key.length, hash); s >= 0; s = inFlight.next()) this.#raise(s, inFlight.matchCtl);
+      if (!this.#writeRow(reason, state, bucket)) {
+        // Every slot is taken by writers that are mid-insert: nothing left to evict. Flags raised
+        // above stay raised (the request is cancelled, without a reason), as for cancelRequest.
+        this.#counters[this.#cb + kCtCancellationsRefused]++;
+        return kLimit;
+      }
+    } finally {
+      if (cancelling >= 0) Atomics.store(state, cancelling, 0);
+    }
+    this.#counters[this.#cb + kCtCancellations]++;
+    if (requestCancelledChannel.hasSubscribers) {
+      const event: RequestCancelledEvent = { requestId: id as RequestId, scope, reason: sanitizeReason(reason) };
+      requestCancelledChannel.publish(event);
+    }
+    return kOk;
+  }
+
+  /**
+   * Writes the cancellation row of the key in the encoder (one row per key: the newest wins).
+   * False when no slot could be had even after reclaiming.
+   */
+  #writeRow(reason: unknown, state: Int32Array, bucket: number): boolean {
     if (Atomics.load(state, kStRows) >= this.maxRows) this.#policy.reclaim(false);
     const text = sanitizeReason(reason);
     // sanitizeReason drops unpaired surrogates and keeps ≤ kMaxReasonChars code points, so the
     // WTF-8 writer produces plain UTF-8 and always fits (a JS loop: encodeInto is a C++ call).
     const reasonLength = text === undefined ? -1 : writeWtf8(text, this.#reasonBytes, 0, kMaxReasonBytes);
     const table = this.#cancels;
+    const enc = this.#enc;
     const key = enc.key;
     const hash = enc.hash;
     const stamp = (Atomics.add(state, kStStamp, 1) + 1) | 0;
@@ -318,11 +372,9 @@ export class Registry {
       slot = table.claim(key.words, key.length, hash, this.#member);
     }
     if (slot < 0) {
-      // Every slot is taken by writers that are mid-insert: nothing left to evict.
       Atomics.sub(state, bucket, 1);
       Atomics.sub(state, kStRows, 1);
-      this.#counters[this.#cb + kCtCancellationsRefused]++;
-      return kLimit;
+      return false;
     }
     const v = table.valueIndex(slot);
     table.f64[(v + kCvAt) >>> 1] = Date.now();
@@ -335,10 +387,6 @@ export class Registry {
       for (let j = 0; j < words; j++) w[v + kCvReason + j] = this.#reasonWords[j];
     }
     const ctl = table.publish(slot, this.#member);
-    // Raise the running requests' flags as soon as the row (and so the reason) is readable.
-    const inFlight = this.#inFlight;
-    if (only !== undefined) this.#raise(only.slot, only.ctl);
-    else for (let s = inFlight.find(key.words, key.length, hash); s >= 0; s = inFlight.next()) this.#raise(s, inFlight.matchCtl);
     // Keep one row per key: the newest stamp wins, so racing cancels never both remove each other.
     for (let s = table.find(key.words, key.length, hash); s >= 0; s = table.next()) {
       if (s === slot) continue;
@@ -349,12 +397,7 @@ export class Registry {
         break;
       }
     }
-    this.#counters[this.#cb + kCtCancellations]++;
-    if (requestCancelledChannel.hasSubscribers) {
-      const event: RequestCancelledEvent = { requestId: id as RequestId, scope, reason: text };
-      requestCancelledChannel.publish(event);
-    }
-    return kOk;
+    return true;
   }
 
   /** True when a cancellation row exists for (scope, id). */
@@ -368,14 +411,43 @@ export class Registry {
 
   /** The sanitised reason of the cancellation row for (scope, id); undefined when none or no reason. */
   reason(id: unknown, scope: string): string | undefined {
+    return this.#readReason(id, scope) ?? undefined;
+  }
+
+  /**
+   * The reason for the request in in-flight `slot`, whose flag the caller saw. `cancel` raises flags
+   * before it publishes the row that holds the reason, so when there is no row yet this waits (spins,
+   * at most kReasonWaitMs) while the thread that raised the flag is still inside `cancel`.
+   */
+  #reasonOf(slot: number, id: RequestId, scope: string): string | undefined {
+    let found = this.#readReason(id, scope);
+    if (found !== kNoRow) return found;
+    const by = this.#inFlight.i32[this.#inFlight.valueIndex(slot) + kIvCanceller] - 1;
+    if (by < 0 || by >= this.#epochCount) return undefined;
+    const state = this.#state;
+    const at = this.#epochs + by * kEpochStride + kEpochCancelling;
+    let deadline = 0;
+    for (let spins = 1; Atomics.load(state, at) !== 0; spins++) {
+      if ((spins & 63) !== 0) continue;
+      found = this.#readReason(id, scope);
+      if (found !== kNoRow) return found;
+      const t = performance.now();
+      if (deadline === 0) deadline = t + kReasonWaitMs;
+      else if (t > deadline) break;
+    }
+    return this.#readReason(id, scope) ?? undefined;
+  }
+
+  /** The reason of the row for (scope, id): a string, undefined for a row without one, kNoRow for no row. */
+  #readReason(id: unknown, scope: string): string | undefined | typeof kNoRow {
     const enc = this.#enc;
-    if (!enc.encode(id, checkScope(scope))) return undefined;
+    if (!enc.encode(id, checkScope(scope))) return kNoRow;
     const key = enc.key;
     const table = this.#cancels;
     const hash = enc.hash;
     for (let attempt = 0; attempt < 8; attempt++) {
       const slot = table.find(key.words, key.length, hash);
-      if (slot < 0) return undefined;
+      if (slot < 0) return kNoRow;
       const ctl = table.matchCtl;
       const v = table.valueIndex(slot);
       const length = table.i32[v + kCvReasonLen];
@@ -388,7 +460,7 @@ export class Registry {
       // The row may have been replaced while we copied: only a still-current copy counts.
       if (table.ctl(slot) === ctl) return kDecoder.decode(this.#reasonBytes.subarray(0, length));
     }
-    return undefined;
+    return kNoRow;
   }
 
   /** Removes the cancellation row for (scope, id). Idempotent; writes nothing when there is none. */
