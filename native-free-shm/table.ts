@@ -87,6 +87,8 @@ export class ShmTable implements IntentRecoverer {
   readonly #buf: SharedArrayBuffer;
   readonly #roster: Roster;
   readonly #g: Geometry;
+  /** slots / 2^32, for `#home`. */
+  readonly #homeScale: number;
   /** Words per row, and where the key starts in one. */
   readonly #stride: number;
   readonly #keyOffset: number;
@@ -146,6 +148,7 @@ export class ShmTable implements IntentRecoverer {
     this.seed = hdr[kHdrSeed];
     this.tableId = hdr[kHdrTableId];
     this.#g = geometry(this.slots, this.keyWords, this.valueWords);
+    this.#homeScale = this.slots / 4294967296;
     this.#stride = this.#g.stride;
     this.#keyOffset = this.#g.keyOffset;
     this.i32 = new Int32Array(buffer);
@@ -167,7 +170,9 @@ export class ShmTable implements IntentRecoverer {
   }
 
   #home(hash: number): number {
-    return Math.floor(((hash >>> 0) * this.slots) / 4294967296);
+    // hash × (slots / 2^32): the same value as (hash × slots) / 2^32 (scaling by a power of two
+    // rounds alike), without a floating-point division (8 % of the track path's profile).
+    return Math.floor((hash >>> 0) * this.#homeScale);
   }
 
   /** Index of a slot's control word in `i32` (for Atomics.waitAsync / notify). */
