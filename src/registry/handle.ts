@@ -6,7 +6,7 @@ import type { RequestId } from './key.js';
 
 /** What a handle needs of its registry (kept narrow so the handle cannot reach the rest). */
 export interface ReasonSource {
-  /** The reason of the request in in-flight `slot`, once its flag was seen (waits briefly if the canceller is still writing it). */
+  /** The reason of the request in in-flight `slot`, once its flag was seen. */
   reasonOf(slot: number, id: RequestId, scope: string): string | undefined;
 }
 

@@ -20,12 +20,6 @@ export const kStBuckets = 96;
  */
 export const kEpochStride = 16;
 export const kEpochArmed = 1;
-/**
- * Word 2 is 1 while that thread is inside `cancel` between raising flags and publishing the
- * cancellation row (so the reason is not readable yet): a reader that saw a flag but finds no row
- * waits while it is 1 (see `Registry.reasonOf`). Cleared on release if the thread dies there.
- */
-export const kEpochCancelling = 2;
 /** Word offset of entry 0's epoch line, for a state buffer with `buckets` bucket words. */
 export function epochBase(buckets: number): number {
   return (kStBuckets + buckets + kEpochStride - 1) & ~(kEpochStride - 1);
@@ -40,12 +34,6 @@ export const kCvReason = 5;
 
 /** In-flight row values. */
 export const kIvOwner = 0;
-/**
- * Roster index + 1 of the thread that last raised the row's flag, written just before its raise.
- * A hint, not part of the row's identity: a stale value only makes a reader check a thread that is
- * not cancelling (and so not wait).
- */
-export const kIvCanceller = 1;
 
 /** Per-thread counters (Float64, summed over the roster). */
 export const kCtTracked = 0;

@@ -11,16 +11,16 @@ import type { RequestId } from './key.js';
 import {
   kCounterCount, kCtAllowance, kCtCancellations, kCtCancellationsRefused, kCtEvictions, kCtExpired, kCtInFlightSwept, kCtTrackRefused,
   kCtTracked, kCtUntracked,
-  kCvAt, kCvReason, kCvReasonLen, kCvScopeHash, kCvStamp, kIvCanceller, kIvOwner, kStBuckets, kStPool, kStMagic, kStRows, kStStamp,
-  kStateMagic, kTableCancellations, kTableInFlight, epochBase, kEpochArmed, kEpochCancelling, kEpochStride,
+  kCvAt, kCvReason, kCvReasonLen, kCvScopeHash, kCvStamp, kIvOwner, kStBuckets, kStPool, kStMagic, kStRows, kStStamp,
+  kStateMagic, kTableCancellations, kTableInFlight, epochBase, kEpochArmed, kEpochStride,
 } from './layout.js';
 import { kTokenIndexBits } from '../../native-free-shm/layout.js';
 import { QuotaPolicy, checkCount, checkRegistryOptions, kCancelValueWords, rowGone } from './policy.js';
 import type { CleanupResult, RegistryOptions } from './policy.js';
 import { kMaxReasonBytes, sanitizeReason } from './reason.js';
 
-export type { CleanupResult, RegistryOptions } from './policy.js';
-export { registryByteLength } from './policy.js';
+export type { CleanupResult, RegistryMemory, RegistryOptions } from './policy.js';
+export { registryByteLength, registryMemory } from './policy.js';
 
 /** Structured-cloneable: post it to any thread and `attachRegistry` it there. */
 export interface RegistryDescriptor {
@@ -67,12 +67,7 @@ const kInvalid: CancelResult = Object.freeze({ ok: false, error: 'invalid_reques
 const kDecoder = new TextDecoder();
 /** `#readReason` found no cancellation row (as opposed to a row without a reason: undefined). */
 const kNoRow = null;
-/**
- * How long `reasonOf` waits at most for a canceller that raised a flag to publish its row. That
- * normally takes well under a microsecond; the bound only matters for a canceller descheduled, or
- * killed, in between (a killed one is cleared on release anyway).
- */
-const kReasonWaitMs = 5;
+
 
 /** Allocates a registry in shared memory; the calling thread is attached to it. */
 export function createRegistry(options: RegistryOptions = {}): Registry {
@@ -138,8 +133,6 @@ export class Registry {
   /** Word of roster entry 0's cancel epoch in `#state`, and how many entries have one. */
   readonly #epochs: number;
   readonly #epochCount: number;
-  /** This thread's "cancelling" word in `#state` (see kEpochCancelling), -1 if it has no epoch line. */
-  readonly #cancelling: number;
   /** Quota and eviction: called only when a bucket is at the quota, the cap is reached, or by cleanup. */
   readonly #policy: QuotaPolicy;
 
@@ -163,8 +156,7 @@ export class Registry {
     this.#enc = new KeyEncoder(this.#inFlight.seed);
     this.#epochs = epochBase(descriptor.buckets);
     this.#epochCount = Math.max(0, Math.floor((this.#state.length - this.#epochs) / kEpochStride));
-    this.#cancelling = this.#member.index < this.#epochCount ? this.#epochs + this.#member.index * kEpochStride + kEpochCancelling : -1;
-    const reasons = { reasonOf: (slot: number, id: RequestId, scope: string) => this.#reasonOf(slot, id, scope) };
+    const reasons = { reasonOf: (_slot: number, id: RequestId, scope: string) => this.#readReason(id, scope) ?? undefined };
     this.#adopted = { table: this.#inFlight, words: this.#inFlight.i32, reasons };
     this.#handles = this.#member.index < this.#epochCount
       ? { ...this.#adopted, watcher: new CancelWatcher(this.#state, this.#epochs + this.#member.index * kEpochStride) }
@@ -178,8 +170,6 @@ export class Registry {
     this.#inFlight.onRecovered = () => { Atomics.add(this.#state, kStPool, 1); };
     this.#cancels.onRecovered = () => { Atomics.sub(this.#state, kStRows, 1); };
     this.#roster.onRelease((index) => {
-      // A thread that died inside `cancel` must not leave readers waiting for its row.
-      if (index < this.#epochCount) Atomics.store(this.#state, this.#epochs + index * kEpochStride + kEpochCancelling, 0);
       const at = this.#roster.counterBaseOf(index) + kCtAllowance;
       const held = this.#counters[at];
       this.#counters[at] = 0;
@@ -292,10 +282,7 @@ export class Registry {
    */
   #raise(slot: number, ctl: number): void {
     const table = this.#inFlight;
-    const v = table.valueIndex(slot);
-    const index = table.i32[v + kIvOwner]! & ((1 << kTokenIndexBits) - 1);
-    // Who is raising it, for `reasonOf` (the raise's compare-and-swap publishes this store).
-    table.i32[v + kIvCanceller] = this.#member.index + 1;
+    const index = table.i32[table.valueIndex(slot) + kIvOwner]! & ((1 << kTokenIndexBits) - 1);
     if (!table.raise(slot, ctl) || index >= this.#epochCount) return;
     const state = this.#state;
     const at = this.#epochs + index * kEpochStride;
@@ -320,27 +307,18 @@ export class Registry {
       this.#counters[this.#cb + kCtCancellationsRefused]++;
       return kLimit;
     }
-    // Raise the running requests' flags first: that is what a polling tool waits for (measured:
-    // bench/results/registry-latest.md, cancel → observed). The reason becomes readable a moment
-    // later, when the row below is published; until then this thread's cancelling word is 1 and
-    // `reasonOf` waits on it, so a tool that reads the reason right after the flag still gets it.
-    const cancelling = this.#cancelling;
-    if (cancelling >= 0) state[cancelling] = 1; // published by the raise's compare-and-swap
-    try {
-      const key = enc.key;
-      const hash = enc.hash;
-      const inFlight = this.#inFlight;
-      if (only !== undefined) this.#raise(only.slot, only.ctl);
-      else for (let s = inFlight.find(key.words, key.length, hash); s >= 0; s = inFlight.next()) this.#raise(s, inFlight.matchCtl);
-      if (!this.#writeRow(reason, state, bucket)) {
-        // Every slot is taken by writers that are mid-insert: nothing left to evict. Flags raised
-        // above stay raised (the request is cancelled, without a reason), as for cancelRequest.
-        this.#counters[this.#cb + kCtCancellationsRefused]++;
-        return kLimit;
-      }
-    } finally {
-      if (cancelling >= 0) Atomics.store(state, cancelling, 0);
+    if (!this.#writeRow(reason, state, bucket)) {
+      // Every slot is taken by writers that are mid-insert: nothing left to evict.
+      this.#counters[this.#cb + kCtCancellationsRefused]++;
+      return kLimit;
     }
+    // Raise the running requests' flags once the row (and so the reason) is readable. (Raising them
+    // first measured 1.1 µs instead of 2-3 µs cancel → observed, but a reader in another thread then
+    // missed the reason about once in a thousand rounds: test/registry/reason-after-flag.test.ts.)
+    const key = enc.key;
+    const inFlight = this.#inFlight;
+    if (only !== undefined) this.#raise(only.slot, only.ctl);
+    else for (let s = inFlight.find(key.words, key.length, enc.hash); s >= 0; s = inFlight.next()) this.#raise(s, inFlight.matchCtl);
     this.#counters[this.#cb + kCtCancellations]++;
     if (requestCancelledChannel.hasSubscribers) {
       const event: RequestCancelledEvent = { requestId: id as RequestId, scope, reason: sanitizeReason(reason) };
@@ -411,30 +389,6 @@ export class Registry {
 
   /** The sanitised reason of the cancellation row for (scope, id); undefined when none or no reason. */
   reason(id: unknown, scope: string): string | undefined {
-    return this.#readReason(id, scope) ?? undefined;
-  }
-
-  /**
-   * The reason for the request in in-flight `slot`, whose flag the caller saw. `cancel` raises flags
-   * before it publishes the row that holds the reason, so when there is no row yet this waits (spins,
-   * at most kReasonWaitMs) while the thread that raised the flag is still inside `cancel`.
-   */
-  #reasonOf(slot: number, id: RequestId, scope: string): string | undefined {
-    let found = this.#readReason(id, scope);
-    if (found !== kNoRow) return found;
-    const by = this.#inFlight.i32[this.#inFlight.valueIndex(slot) + kIvCanceller] - 1;
-    if (by < 0 || by >= this.#epochCount) return undefined;
-    const state = this.#state;
-    const at = this.#epochs + by * kEpochStride + kEpochCancelling;
-    let deadline = 0;
-    for (let spins = 1; Atomics.load(state, at) !== 0; spins++) {
-      if ((spins & 63) !== 0) continue;
-      found = this.#readReason(id, scope);
-      if (found !== kNoRow) return found;
-      const t = performance.now();
-      if (deadline === 0) deadline = t + kReasonWaitMs;
-      else if (t > deadline) break;
-    }
     return this.#readReason(id, scope) ?? undefined;
   }
 
