@@ -6,8 +6,9 @@
  *   node --cpu-prof dist/bench/registry.js --phase lookups
  *
  * Phases: registry, lookups, hot-key, insert-delete, churn, latency, contention (S5: two worker
- * threads on one table), one file per group under bench/registry/ (bookkeeping, lookups, churn,
- * cancel-latency, contention; config, keys, kernels and table are theirs to share; report renders).
+ * threads on one table), memory (bytes at default options), kernels (the floors of limits.ts), one
+ * file per group under bench/registry/ (bookkeeping, lookups, churn, cancel-latency, contention,
+ * memory, limits; config, keys, kernels and table are theirs to share; report renders).
  * Without --phase every phase runs, a table is printed, and bench/results/registry-latest.{json,md,svg}
  * are written. Targets are reported as met or missed; a miss never fails the run. A correctness check
  * that fails (a lookup that misses, table.verify() problems, a wrong live count) does fail it.
@@ -24,24 +25,29 @@ import {
 } from './registry/config.js';
 import type { Phase } from './registry/config.js';
 import { benchContention } from './registry/contention.js';
+import { benchLimits } from './registry/limits.js';
+import type { LimitResults } from './registry/limits.js';
 import { hotKeyPhase, insertDeletePhase, lookupsPhase } from './registry/lookups.js';
+import { benchMemory } from './registry/memory.js';
 import {
-  buildTargets, churnRows, contentionLines, contentionRows, hotKeyRows, insertDeleteRows, latencyLines, latencyRows, lookupRows, markdown, registryRows,
-  rows, svgChart, textTable,
+  buildTargets, churnRows, contentionLines, contentionRows, hotKeyRows, insertDeleteRows, latencyLines, latencyRows, limitRows, lookupRows, markdown,
+  memoryRows, registryRows, rows, svgChart, textTable,
 } from './registry/report.js';
 import type { Report, Row, TableResults } from './registry/report.js';
 import { now, setupTable, verifyTable } from './registry/table.js';
 
-/** Phases 1-4 on one table, in order: lookups, hot key, insert+delete, churn. */
-function benchTable(): TableResults {
+/** Phases 1-4 on one table, in order: lookups, hot key, insert+delete, the floor kernels, churn. */
+function benchTable(): TableResults & { limits: LimitResults } {
   const s = setupTable();
   const lookups = lookupsPhase(s);
   const hotKeyLookups = hotKeyPhase(s);
   const insertDelete = insertDeletePhase(s);
+  const limits = benchLimits(s, insertDelete);
   const churn = churnPhase(s);
   verifyTable(s.t, 'after churn');
 
   return {
+    limits,
     slots: s.t.slots,
     rows: kFill,
     loadOfCapacity: kFill / kTableCapacity,
@@ -133,6 +139,15 @@ async function runPhase(phase: Phase): Promise<void> {
       lines.push(...contentionLines(cr));
       break;
     }
+    case 'memory':
+      phaseRows = memoryRows(benchMemory());
+      break;
+    case 'kernels': {
+      const s = setupTable();
+      const insertDelete = insertDeletePhase(s);
+      phaseRows = [...insertDeleteRows(insertDelete), ...limitRows(benchLimits(s, insertDelete))];
+      break;
+    }
   }
   console.log('');
   console.log(textTable(phaseRows));
@@ -155,8 +170,9 @@ async function main(): Promise<void> {
   // Registry first, in a clean heap: the table phase leaves a large heap behind.
   console.log('registry bookkeeping...');
   const registryResults = benchRegistry();
-  console.log('table vs Map (lookups, insert+delete, churn)...');
-  const tableResults = benchTable();
+  const memoryResults = benchMemory();
+  console.log('table vs Map (lookups, insert+delete, floor kernels, churn)...');
+  const { limits: limitResults, ...tableResults } = benchTable();
   console.log('cross-thread cancel latency...');
   const latencyResults = await benchLatency();
   // Last, so that its workers and garbage cannot touch the latency samples.
@@ -203,7 +219,9 @@ async function main(): Promise<void> {
     registry: registryResults,
     latency: latencyResults,
     contention: contentionResults,
-    targets: buildTargets(tableResults, registryResults, latencyResults),
+    memory: memoryResults,
+    limits: limitResults,
+    targets: buildTargets(tableResults, registryResults, latencyResults, memoryResults),
     durationSeconds: 0,
   };
   report.durationSeconds = (now() - began) / 1000;

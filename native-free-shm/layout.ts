@@ -26,7 +26,8 @@ export const kIdentityMask = ~(kFlagBit | kWaitedBit);
 
 /** Table header (Int32 words). */
 export const kTableMagic = 0x53484d54; // 'SHMT'
-export const kTableVersion = 1;
+/** 2: one row = control word, hash, length, probe limit, key, value, together (version 1 kept metadata apart). */
+export const kTableVersion = 2;
 export const kHdrMagic = 0;
 export const kHdrVersion = 1;
 export const kHdrSlots = 2;
@@ -34,18 +35,25 @@ export const kHdrKeyWords = 3;
 export const kHdrValueWords = 4;
 export const kHdrSeed = 5;
 export const kHdrTableId = 6;
+/** 64 bytes: rows start on a cache-line boundary (a SharedArrayBuffer is page-aligned). */
 export const kHeaderWords = 16;
 
 /**
- * Per-slot metadata, interleaved so one cache line holds four slots: control word, hash, key length,
- * and the probe limit of the rows whose home is this slot (so a lookup's first read and its limit
- * share a cache line).
+ * One row per slot, everything a lookup reads in one place: control word, hash, key length, the
+ * probe limit of the rows whose home is this slot, then the key and the value (a small value first).
+ * A lookup that hits
+ * at its home reads one row (one cache miss for short keys) instead of a metadata line plus a key
+ * line (measured: bench/results/registry-latest.md, lookups row).
  */
-export const kMetaStride = 4;
-export const kMetaCtl = 0;
-export const kMetaHash = 1;
-export const kMetaLen = 2;
-export const kMetaDist = 3;
+export const kRowCtl = 0;
+export const kRowHash = 1;
+export const kRowLen = 2;
+export const kRowDist = 3;
+export const kRowKey = 4;
+/** Rows are padded to whole 64-byte lines. */
+export const kLineWords = 16;
+/** Values of at most this many words sit before the key (on the control word's line), larger ones after it. */
+export const kSmallValueWords = 4;
 
 /** Roster (thread table) layout. */
 export const kRosterMagic = 0x53485253; // 'SHRS'

@@ -6,7 +6,8 @@ import type { RequestId } from './key.js';
 
 /** What a handle needs of its registry (kept narrow so the handle cannot reach the rest). */
 export interface ReasonSource {
-  reason(id: RequestId, scope: string): string | undefined;
+  /** The reason of the request in in-flight `slot`, once its flag was seen. */
+  reasonOf(slot: number, id: RequestId, scope: string): string | undefined;
 }
 
 /** Shared by every handle of one registry in one thread, so a handle itself stays small. */
@@ -34,6 +35,10 @@ export interface TrackRefusal {
 
 export const kRefusedInvalidId: TrackRefusal = Object.freeze({ ok: false, error: 'invalid_request_id' });
 export const kRefusedCapacity: TrackRefusal = Object.freeze({ ok: false, error: 'in_flight_capacity_exhausted' });
+
+const kFlagged = 1;
+const kWatching = 2;
+const kReleased = 4;
 
 let settle: (handle: TrackHandle, removedCtl: number) => void;
 /** 0: live, not cancelled; 1: cancelled; 2: row gone without a cancellation. */
@@ -110,39 +115,38 @@ export class TrackHandle {
   readonly slot: number;
   readonly ctl: number;
   readonly #ctx: HandleContext;
-  /** Whether the row was cancelled when it was last seen (kept after the row is gone). */
-  #flagged = false;
-  #reason: string | undefined;
-  #controller: AbortController | undefined;
+  /**
+   * kFlagged: the row was cancelled when last seen (kept after the row is gone); kWatching: held by
+   * this thread's watcher; kReleased: untracked here, its row is gone. One field instead of three,
+   * and the rarely used reason and controller in one object made on demand: a handle is allocated
+   * per request, and its size is part of the bookkeeping cost (bench/registry, registry row).
+   */
+  #bits = 0;
   /** Called once when the request is cancelled (the run's; see `whenCancelled`). */
   #onCancel: (() => void) | undefined;
-  /** Held by this thread's watcher. */
-  #watching = false;
-  /** Untracked here: its row is gone. */
-  #released = false;
+  #late: { reason: string | undefined; controller: AbortController | undefined } | undefined;
 
   static {
     settle = (handle, removedCtl) => {
-      handle.#released = true;
-      if ((removedCtl & kFlagBit) !== 0) handle.#flagged = true;
+      handle.#bits |= (removedCtl & kFlagBit) !== 0 ? kReleased | kFlagged : kReleased;
       // A cancelled handle stays with the watcher: the canceller's epoch bump (after its flag) is
       // on its way, and the wake fires it as the per-row waiter used to.
-      if (handle.#watching && !handle.#flagged) {
-        handle.#watching = false;
+      if ((handle.#bits & (kWatching | kFlagged)) === kWatching) {
+        handle.#bits &= ~kWatching;
         handle.#ctx.watcher!.delete(handle);
       }
     };
     probe = (handle) => {
       const ctx = handle.#ctx;
       const c = Atomics.load(ctx.words, ctx.table.ctlIndex(handle.slot));
-      if (((c ^ handle.ctl) & kIdentityMask) !== 0) return handle.#flagged ? 1 : 2;
+      if (((c ^ handle.ctl) & kIdentityMask) !== 0) return (handle.#bits & kFlagged) !== 0 ? 1 : 2;
       if ((c & kFlagBit) === 0) return 0;
-      handle.#flagged = true;
+      handle.#bits |= kFlagged;
       return 1;
     };
     fire = (handle) => {
-      handle.#watching = false;
-      handle.#controller?.abort(new CancelledError(handle.reason));
+      handle.#bits &= ~kWatching;
+      handle.#late?.controller?.abort(new CancelledError(handle.reason));
       const onCancel = handle.#onCancel;
       handle.#onCancel = undefined;
       onCancel?.();
@@ -166,16 +170,21 @@ export class TrackHandle {
   get cancelled(): boolean {
     const ctx = this.#ctx;
     const c = Atomics.load(ctx.words, ctx.table.ctlIndex(this.slot));
-    if (((c ^ this.ctl) & kIdentityMask) !== 0) return this.#flagged; // row gone: what we last knew
+    if (((c ^ this.ctl) & kIdentityMask) !== 0) return (this.#bits & kFlagged) !== 0; // row gone: what we last knew
     if ((c & kFlagBit) === 0) return false;
-    this.#flagged = true;
+    this.#bits |= kFlagged;
     return true;
   }
 
   /** The sanitised reason given with the cancellation, if any (read once the request is cancelled). */
   get reason(): string | undefined {
-    if (this.#reason === undefined && this.cancelled) this.#reason = this.#ctx.reasons.reason(this.id, this.scope);
-    return this.#reason;
+    const late = this.#late;
+    if (late?.reason !== undefined) return late.reason;
+    if (!this.cancelled) return undefined;
+    const reason = this.#ctx.reasons.reasonOf(this.slot, this.id, this.scope);
+    if (late === undefined) this.#late = { reason, controller: undefined };
+    else late.reason = reason;
+    return reason;
   }
 
   throwIfCancelled(): void {
@@ -188,16 +197,17 @@ export class TrackHandle {
    * an `Atomics.waitAsync` on its row. Nothing polls.
    */
   get signal(): AbortSignal {
-    if (this.#controller === undefined) {
+    const late = this.#late ??= { reason: undefined, controller: undefined };
+    if (late.controller === undefined) {
       if (this.#ctx.watcher === undefined) {
-        this.#controller = this.#watch();
+        late.controller = this.#watch();
       } else {
-        this.#controller = new AbortController();
-        if (this.cancelled) this.#controller.abort(new CancelledError(this.reason));
+        late.controller = new AbortController();
+        if (this.cancelled) late.controller.abort(new CancelledError(this.reason));
         else this.#attach();
       }
     }
-    return this.#controller.signal;
+    return late.controller.signal;
   }
 
   /**
@@ -219,8 +229,8 @@ export class TrackHandle {
   }
 
   #attach(): void {
-    if (this.#watching || this.#released) return;
-    this.#watching = true;
+    if ((this.#bits & (kWatching | kReleased)) !== 0) return;
+    this.#bits |= kWatching;
     this.#ctx.watcher!.add(this);
     // Flagged before the watcher read its epoch: that wake may have been spent already.
     if (this.cancelled) {
@@ -241,8 +251,8 @@ export class TrackHandle {
       for (;;) {
         const value = table.markWaited(this.slot, this.ctl);
         if (value === 0 || (value & kFlagBit) !== 0) {
-          if (value !== 0) this.#flagged = true;
-          if (this.#flagged) controller.abort(new CancelledError(this.reason));
+          if (value !== 0) this.#bits |= kFlagged;
+          if ((this.#bits & kFlagged) !== 0) controller.abort(new CancelledError(this.reason));
           return; // cancelled, or the row is gone: nothing more to wait for
         }
         const wait = Atomics.waitAsync(words, at, value);

@@ -1,6 +1,6 @@
-export { createRegistry, attachRegistry, registryByteLength, Registry, validRequestId } from './registry.js';
+export { createRegistry, attachRegistry, registryByteLength, registryMemory, Registry, validRequestId } from './registry.js';
 export type {
-  RegistryOptions, RegistryDescriptor, CancelResult, CleanupResult, RegistryCounters,
+  RegistryOptions, RegistryDescriptor, CancelResult, CleanupResult, RegistryCounters, RegistryMemory,
 } from './registry.js';
 export { TrackHandle } from './handle.js';
 export type { HandleRef, TrackRefusal } from './handle.js';

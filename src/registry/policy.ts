@@ -85,14 +85,29 @@ function bucketsFor(maxRows: number): number {
   return buckets;
 }
 
+/** Bytes of shared memory of each part of a registry with these options. */
+export interface RegistryMemory {
+  roster: number;
+  inFlight: number;
+  cancellations: number;
+  state: number;
+  total: number;
+}
+
+/** Bytes of shared memory a registry with these options allocates, part by part (options unchecked). */
+export function registryMemory(options: RegistryOptions = {}): RegistryMemory {
+  const maxRows = options.maxRows ?? 10_000;
+  const maxThreads = options.maxThreads ?? 1024;
+  const roster = Roster.byteLength(maxThreads, kCounterCount);
+  const inFlight = ShmTable.byteLength(options.inFlightCapacity ?? 65_536, kMaxKeyBytes, 2);
+  const cancellations = ShmTable.byteLength(cancellationSlots(maxRows), kMaxKeyBytes, kCancelValueWords);
+  const state = (epochBase(bucketsFor(maxRows)) + maxThreads * kEpochStride) * 4;
+  return { roster, inFlight, cancellations, state, total: roster + inFlight + cancellations + state };
+}
+
 /** Bytes of shared memory a registry with these options allocates (options unchecked, as before). */
 export function registryByteLength(options: RegistryOptions = {}): number {
-  const maxRows = options.maxRows ?? 10_000;
-  const inFlightCapacity = options.inFlightCapacity ?? 65_536;
-  return Roster.byteLength(options.maxThreads ?? 1024, kCounterCount)
-    + ShmTable.byteLength(inFlightCapacity, kMaxKeyBytes, 2)
-    + ShmTable.byteLength(cancellationSlots(maxRows), kMaxKeyBytes, kCancelValueWords)
-    + (epochBase(bucketsFor(maxRows)) + (options.maxThreads ?? 1024) * kEpochStride) * 4;
+  return registryMemory(options).total;
 }
 
 /** A cancellation row was deleted: its scope bucket, the row count, and the delete version move. */
