@@ -14,7 +14,7 @@ import { machineLine } from './lib/machine.js';
 import { stopServer } from './lib/process.js';
 import type { Running } from './lib/process.js';
 import { writeResults } from './lib/report.js';
-import { checkEcho, legacyEcho, modernEcho } from './http/contenders.js';
+import { asyncOf, checkEcho, legacyEcho, modernEcho } from './http/contenders.js';
 import type { Endpoint } from './http/wrk.js';
 import { ensureTools, start, wrk } from './http/wrk.js';
 
@@ -28,13 +28,6 @@ const seconds = Number(opt('seconds', '4'));
 const label = opt('label', '');
 const out = opt('out', 'async-ab.md');
 const connections = Number(opt('connections', '32'));
-
-/** The same request naming `echo_async` instead of `echo`. */
-function asyncOf(e: Endpoint): Endpoint {
-  const headers = { ...e.headers };
-  if (headers['mcp-name'] !== undefined) headers['mcp-name'] = 'echo_async';
-  return { ...e, headers, body: e.body!.replace('"name":"echo"', '"name":"echo_async"') };
-}
 
 const legacy = legacyEcho();
 const modern = modernEcho();

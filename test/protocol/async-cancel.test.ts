@@ -92,15 +92,21 @@ describe('async runs, cancelled from another thread', () => {
     expect(config.registry.inFlight('d1', scope.scope)).toBe(false);
   });
 
-  it('ctx.signal read late (after the run started waiting) still aborts, with the reason', async () => {
+  /** Starts the `late` tool as `id` and waits until it parks before reading ctx.signal. */
+  async function startLate(id: string) {
     const { engine: e, config } = engine();
     const ask = await peer(config);
     const reply = new FakeReply();
     const scope = info('legacy');
     seen.length = 0;
     release.length = 0;
-    e.handleRequest('l1', 'tools/call', { name: 'late' }, scope, reply);
+    e.handleRequest(id, 'tools/call', { name: 'late' }, scope, reply);
     await until(() => release.length === 1);
+    return { config, ask, reply, scope };
+  }
+
+  it('ctx.signal read late (after the run started waiting) still aborts, with the reason', async () => {
+    const { config, ask, reply, scope } = await startLate('l1');
     release[0]!(); // the handler now reads ctx.signal, long after the run parked on the watcher
     await tick();
     expect(await ask({ op: 'cancel', id: 'l1', reason: 'late but heard', scope: scope.scope })).toEqual({ ok: true });
@@ -111,14 +117,7 @@ describe('async runs, cancelled from another thread', () => {
   });
 
   it('ctx.signal first read after the cancel landed is already aborted', async () => {
-    const { engine: e, config } = engine();
-    const ask = await peer(config);
-    const reply = new FakeReply();
-    const scope = info('legacy');
-    seen.length = 0;
-    release.length = 0;
-    e.handleRequest('l2', 'tools/call', { name: 'late' }, scope, reply);
-    await until(() => release.length === 1);
+    const { config, ask, reply, scope } = await startLate('l2');
     expect(await ask({ op: 'cancel', id: 'l2', reason: 'before the read', scope: scope.scope })).toEqual({ ok: true });
     await until(() => reply.calls.includes('cancelled'));
     release[0]!();
