@@ -20,6 +20,16 @@ export const kStBuckets = 96;
  */
 export const kEpochStride = 16;
 export const kEpochArmed = 1;
+/**
+ * Word 2 is non-zero while that thread is inside `cancel`, between raising flags and publishing the
+ * cancellation row that holds the reason: 1 = cancelling, 2 = cancelling and a reader waits on the
+ * word (the canceller then notifies when it clears it). A reader that saw a flag but finds no row
+ * yet waits while it is non-zero (see `Registry.#reasonOf`). Cleared on release if the thread dies there.
+ */
+export const kEpochCancelling = 2;
+export const kCancellingIdle = 0;
+export const kCancellingBusy = 1;
+export const kCancellingWaited = 2;
 /** Word offset of entry 0's epoch line, for a state buffer with `buckets` bucket words. */
 export function epochBase(buckets: number): number {
   return (kStBuckets + buckets + kEpochStride - 1) & ~(kEpochStride - 1);
@@ -34,6 +44,13 @@ export const kCvReason = 5;
 
 /** In-flight row values. */
 export const kIvOwner = 0;
+/**
+ * Roster index + 1 of the thread that last raised the row's flag, written just before its raise
+ * (whose compare-and-swap publishes it). A hint, not part of the row's identity: it only tells a
+ * reader which thread's cancelling word to wait on (any canceller of the key publishes a row for it
+ * before it clears that word).
+ */
+export const kIvCanceller = 1;
 
 /** Per-thread counters (Float64, summed over the roster). */
 export const kCtTracked = 0;

@@ -11,8 +11,9 @@ import type { RequestId } from './key.js';
 import {
   kCounterCount, kCtAllowance, kCtCancellations, kCtCancellationsRefused, kCtEvictions, kCtExpired, kCtInFlightSwept, kCtTrackRefused,
   kCtTracked, kCtUntracked,
-  kCvAt, kCvReason, kCvReasonLen, kCvScopeHash, kCvStamp, kIvOwner, kStBuckets, kStPool, kStMagic, kStRows, kStStamp,
-  kStateMagic, kTableCancellations, kTableInFlight, epochBase, kEpochArmed, kEpochStride,
+  kCvAt, kCvReason, kCvReasonLen, kCvScopeHash, kCvStamp, kIvCanceller, kIvOwner, kStBuckets, kStPool, kStMagic, kStRows, kStStamp,
+  kStateMagic, kTableCancellations, kTableInFlight, epochBase, kEpochArmed, kEpochCancelling, kEpochStride,
+  kCancellingBusy, kCancellingIdle, kCancellingWaited,
 } from './layout.js';
 import { kTokenIndexBits } from '../../native-free-shm/layout.js';
 import { QuotaPolicy, checkCount, checkRegistryOptions, kCancelValueWords, rowGone } from './policy.js';
@@ -67,7 +68,20 @@ const kInvalid: CancelResult = Object.freeze({ ok: false, error: 'invalid_reques
 const kDecoder = new TextDecoder();
 /** `#readReason` found no cancellation row (as opposed to a row without a reason: undefined). */
 const kNoRow = null;
-
+/**
+ * How long `#reasonOf` spins on a canceller's word before it parks in `Atomics.wait`: publishing the
+ * row normally takes a microsecond or so, far less than a wait and a wake.
+ */
+const kReasonSpins = 2_000;
+/** Each park is this short, so a canceller that died unwatched is noticed by `#reasonOf`'s bound. */
+const kReasonParkMs = 5;
+/**
+ * The bound of `#reasonOf`'s wait. Not a timing assumption: a canceller descheduled between raising
+ * and publishing is waited for however long it takes (measured: more than 5 ms on a loaded 2-core
+ * machine), and one that dies there is released (its word cleared) by whoever owns its Worker.
+ * Only a thread that died unwatched, so never released, runs into it; the reason then reads as absent.
+ */
+const kReasonWaitMs = 1_000;
 
 /** Allocates a registry in shared memory; the calling thread is attached to it. */
 export function createRegistry(options: RegistryOptions = {}): Registry {
@@ -133,6 +147,8 @@ export class Registry {
   /** Word of roster entry 0's cancel epoch in `#state`, and how many entries have one. */
   readonly #epochs: number;
   readonly #epochCount: number;
+  /** This thread's cancelling word in `#state` (see kEpochCancelling), -1 if it has no epoch line. */
+  readonly #cancelling: number;
   /** Quota and eviction: called only when a bucket is at the quota, the cap is reached, or by cleanup. */
   readonly #policy: QuotaPolicy;
 
@@ -156,7 +172,8 @@ export class Registry {
     this.#enc = new KeyEncoder(this.#inFlight.seed);
     this.#epochs = epochBase(descriptor.buckets);
     this.#epochCount = Math.max(0, Math.floor((this.#state.length - this.#epochs) / kEpochStride));
-    const reasons = { reasonOf: (_slot: number, id: RequestId, scope: string) => this.#readReason(id, scope) ?? undefined };
+    this.#cancelling = this.#member.index < this.#epochCount ? this.#epochs + this.#member.index * kEpochStride + kEpochCancelling : -1;
+    const reasons = { reasonOf: (slot: number, id: RequestId, scope: string) => this.#reasonOf(slot, id, scope) };
     this.#adopted = { table: this.#inFlight, words: this.#inFlight.i32, reasons };
     this.#handles = this.#member.index < this.#epochCount
       ? { ...this.#adopted, watcher: new CancelWatcher(this.#state, this.#epochs + this.#member.index * kEpochStride) }
@@ -170,6 +187,11 @@ export class Registry {
     this.#inFlight.onRecovered = () => { Atomics.add(this.#state, kStPool, 1); };
     this.#cancels.onRecovered = () => { Atomics.sub(this.#state, kStRows, 1); };
     this.#roster.onRelease((index) => {
+      // A thread that died inside `cancel` must not leave readers waiting for its row.
+      if (index < this.#epochCount) {
+        const at = this.#epochs + index * kEpochStride + kEpochCancelling;
+        if (Atomics.exchange(this.#state, at, kCancellingIdle) === kCancellingWaited) Atomics.notify(this.#state, at);
+      }
       const at = this.#roster.counterBaseOf(index) + kCtAllowance;
       const held = this.#counters[at];
       this.#counters[at] = 0;
@@ -282,7 +304,10 @@ export class Registry {
    */
   #raise(slot: number, ctl: number): void {
     const table = this.#inFlight;
-    const index = table.i32[table.valueIndex(slot) + kIvOwner]! & ((1 << kTokenIndexBits) - 1);
+    const v = table.valueIndex(slot);
+    const index = table.i32[v + kIvOwner]! & ((1 << kTokenIndexBits) - 1);
+    // Who raises it, for `#reasonOf` (the raise's compare-and-swap publishes this store).
+    table.i32[v + kIvCanceller] = this.#member.index + 1;
     if (!table.raise(slot, ctl) || index >= this.#epochCount) return;
     const state = this.#state;
     const at = this.#epochs + index * kEpochStride;
@@ -307,18 +332,26 @@ export class Registry {
       this.#counters[this.#cb + kCtCancellationsRefused]++;
       return kLimit;
     }
-    if (!this.#writeRow(reason, state, bucket)) {
-      // Every slot is taken by writers that are mid-insert: nothing left to evict.
-      this.#counters[this.#cb + kCtCancellationsRefused]++;
-      return kLimit;
+    // Raise the running requests' flags first: that is what a polling tool waits for (measured:
+    // bench/results/registry-latest.md, cancel → observed). The reason becomes readable a moment
+    // later, when the row below is published; until then this thread's cancelling word is non-zero
+    // and `#reasonOf` waits on it, so a tool that reads the reason right after the flag still gets it.
+    const cancelling = this.#cancelling;
+    if (cancelling >= 0) state[cancelling] = kCancellingBusy; // published by the raise's compare-and-swap
+    try {
+      const key = enc.key;
+      const inFlight = this.#inFlight;
+      if (only !== undefined) this.#raise(only.slot, only.ctl);
+      else for (let s = inFlight.find(key.words, key.length, enc.hash); s >= 0; s = inFlight.next()) this.#raise(s, inFlight.matchCtl);
+      if (!this.#writeRow(reason, state, bucket)) {
+        // Every slot is taken by writers that are mid-insert: nothing left to evict. Flags raised
+        // above stay raised (the request is cancelled, without a reason), as for cancelRequest.
+        this.#counters[this.#cb + kCtCancellationsRefused]++;
+        return kLimit;
+      }
+    } finally {
+      if (cancelling >= 0 && Atomics.exchange(state, cancelling, kCancellingIdle) === kCancellingWaited) Atomics.notify(state, cancelling);
     }
-    // Raise the running requests' flags once the row (and so the reason) is readable. (Raising them
-    // first measured 1.1 µs instead of 2-3 µs cancel → observed, but a reader in another thread then
-    // missed the reason about once in a thousand rounds: test/registry/reason-after-flag.test.ts.)
-    const key = enc.key;
-    const inFlight = this.#inFlight;
-    if (only !== undefined) this.#raise(only.slot, only.ctl);
-    else for (let s = inFlight.find(key.words, key.length, enc.hash); s >= 0; s = inFlight.next()) this.#raise(s, inFlight.matchCtl);
     this.#counters[this.#cb + kCtCancellations]++;
     if (requestCancelledChannel.hasSubscribers) {
       const event: RequestCancelledEvent = { requestId: id as RequestId, scope, reason: sanitizeReason(reason) };
@@ -389,6 +422,41 @@ export class Registry {
 
   /** The sanitised reason of the cancellation row for (scope, id); undefined when none or no reason. */
   reason(id: unknown, scope: string): string | undefined {
+    return this.#readReason(id, scope) ?? undefined;
+  }
+
+  /**
+   * The reason for the request in in-flight `slot`, whose flag the caller saw. `cancel` raises flags
+   * before it publishes the row that holds the reason, so when there is no row yet this waits while
+   * the thread that raised the flag is still inside `cancel`: a short spin, then `Atomics.wait` on
+   * that thread's cancelling word, which it clears (and notifies) once its row is published, or
+   * which its release clears if it dies there. Any canceller of the key publishes a row for it
+   * before it clears its word, so waiting on whichever raised the flag last is enough.
+   */
+  #reasonOf(slot: number, id: RequestId, scope: string): string | undefined {
+    let found = this.#readReason(id, scope);
+    if (found !== kNoRow) return found;
+    const state = this.#state;
+    let deadline = 0;
+    for (;;) {
+      const by = this.#inFlight.i32[this.#inFlight.valueIndex(slot) + kIvCanceller] - 1;
+      // Our own cancel (a subscriber reading the reason from inside it) cannot be waited for.
+      if (by < 0 || by >= this.#epochCount || by === this.#member.index) break;
+      const at = this.#epochs + by * kEpochStride + kEpochCancelling;
+      let spins = 0;
+      while (Atomics.load(state, at) !== kCancellingIdle && ++spins < kReasonSpins);
+      const word = Atomics.load(state, at);
+      if (word === kCancellingIdle) break;
+      found = this.#readReason(id, scope);
+      if (found !== kNoRow) return found;
+      const now = performance.now();
+      if (deadline === 0) deadline = now + kReasonWaitMs;
+      else if (now > deadline) break;
+      // Ask the canceller to notify, then sleep until it clears the word (or a park ends).
+      if (word === kCancellingWaited || Atomics.compareExchange(state, at, kCancellingBusy, kCancellingWaited) === kCancellingBusy) {
+        Atomics.wait(state, at, kCancellingWaited, kReasonParkMs);
+      }
+    }
     return this.#readReason(id, scope) ?? undefined;
   }
 
