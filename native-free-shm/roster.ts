@@ -1,11 +1,15 @@
 import { threadId } from 'node:worker_threads';
 import type { Worker } from 'node:worker_threads';
 import { ShmError, checkInteger } from './errors.js';
-import {
+import * as layout from './layout.js';
+
+// Module-local copies: optimised code reads an imported binding through its cell, with a hole check,
+// at every use (V8 does not fold another module's exports); a module-local const is an immediate.
+const {
   kCounterPad, kEntryGen, kEntryIntentFrom, kEntryIntentSlot, kEntryIntentTable, kEntryOwner, kEntryStride,
   kMaxRosterCapacity, kRosterHdrCapacity, kRosterHdrCounters, kRosterHdrMagic, kRosterHeaderWords, kRosterMagic,
   kTokenGenMask, kTokenIndexBits,
-} from './layout.js';
+} = layout;
 
 /** Structured-cloneable description of a roster: post it to a worker and call `Roster.attach` there. */
 export interface RosterDescriptor {

@@ -1,12 +1,30 @@
 import { randomInt } from 'node:crypto';
 import { ShmError, checkInteger } from './errors.js';
 import { hashWords, wordsFor } from './hash.js';
-import {
-  kEmpty, kFlagBit, kHdrKeyWords, kHdrMagic, kHdrSeed, kHdrSlots, kHdrTableId, kHdrValueWords, kHdrVersion,
-  kHeaderWords, kIdentityMask, kLineWords, kLive, kRowDist, kRowHash, kRowKey, kRowLen, kSeqMask, kSmallValueWords, kSeqShift, kStateMask,
-  kTableMagic, kTableVersion, kTombstone, kWaitedBit, kWriting,
-} from './layout.js';
+import * as layout from './layout.js';
 import type { IntentRecoverer, Roster, RosterMember } from './roster.js';
+
+// Local copies of the layout: optimised code reads another module's export through its cell, with a
+// hole check, at every use (V8 does not fold imported bindings), while a module-local const becomes
+// an immediate. On the lookup path that was a dozen loads and branches per probe.
+const kEmpty = layout.kEmpty;
+const kWriting = layout.kWriting;
+const kLive = layout.kLive;
+const kTombstone = layout.kTombstone;
+const kStateMask = layout.kStateMask;
+const kFlagBit = layout.kFlagBit;
+const kWaitedBit = layout.kWaitedBit;
+const kIdentityMask = layout.kIdentityMask;
+const kSeqShift = layout.kSeqShift;
+const kSeqMask = layout.kSeqMask;
+const kHeaderWords = layout.kHeaderWords;
+const kLineWords = layout.kLineWords;
+const kSmallValueWords = layout.kSmallValueWords;
+const kRowDist = layout.kRowDist;
+const kRowHash = layout.kRowHash;
+const kRowKey = layout.kRowKey;
+const kRowLen = layout.kRowLen;
+const { kHdrKeyWords, kHdrMagic, kHdrSeed, kHdrSlots, kHdrTableId, kHdrValueWords, kHdrVersion, kTableMagic, kTableVersion } = layout;
 
 /** The most a table is filled at its stated capacity: slots = ceil(capacity / kMaxLoad). */
 export const kMaxLoad = 0.75;
@@ -170,9 +188,10 @@ export class ShmTable implements IntentRecoverer {
   }
 
   #home(hash: number): number {
-    // hash × (slots / 2^32): the same value as (hash × slots) / 2^32 (scaling by a power of two
-    // rounds alike), without a floating-point division (8 % of the track path's profile).
-    return Math.floor((hash >>> 0) * this.#homeScale);
+    // hash × (slots / 2^32), below slots and the same in every thread (exact up to 2^21 slots, rounded
+    // alike above), truncated by `| 0`: one conversion, where Math.floor added a rounding and a deopt
+    // check on the path to the row's first load.
+    return ((hash >>> 0) * this.#homeScale) | 0;
   }
 
   /** Index of a slot's control word in `i32` (for Atomics.waitAsync / notify). */
@@ -210,7 +229,7 @@ export class ShmTable implements IntentRecoverer {
     const stride = this.#stride;
     const home = this.#home(hash);
     const dist = kHeaderWords + home * stride + kRowDist;
-    const words = wordsFor(byteLength);
+    const words = (byteLength + 3) >>> 2; // wordsFor, inline (an imported function is checked at every call)
     let i = home;
     for (let d = 0; d < slots;) {
       const m = kHeaderWords + i * stride;
@@ -283,7 +302,7 @@ export class ShmTable implements IntentRecoverer {
     const w = this.i32;
     const slots = this.slots;
     const stride = this.#stride;
-    const words = wordsFor(len);
+    const words = (len + 3) >>> 2;
     let d = from;
     let i = home + d;
     if (i >= slots) i -= slots;
@@ -424,4 +443,4 @@ export class ShmTable implements IntentRecoverer {
   }
 }
 
-export { kFlagBit, kLive, kStateMask, kWaitedBit, kIdentityMask, kTombstone, kWriting, kEmpty };
+export { kFlagBit, kLive, kStateMask, kWaitedBit, kIdentityMask, kTombstone, kWriting, kEmpty } from './layout.js';

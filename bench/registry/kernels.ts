@@ -4,8 +4,12 @@
  * on import.
  */
 import type { RosterMember, ShmTable } from '../../native-free-shm/index.js';
-import { kPackedHash, kPackedKey, kPackedLen, kPackedStride } from './keys.js';
+import * as keys from './keys.js';
 import type { PreparedKeys } from './keys.js';
+
+// Module-local copies of the record layout: an imported binding is read through its cell, with a
+// hole check, at every use in optimised code, which the Map loops beside these would not pay.
+const { kPackedHash, kPackedKey, kPackedLen, kPackedStride } = keys;
 
 /** `total` lookups of `keys` in the shuffled `order` (power-of-two length); returns the hits. */
 export function findAll(t: ShmTable, keys: PreparedKeys, order: Uint32Array, total: number): number {

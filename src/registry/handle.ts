@@ -1,8 +1,13 @@
-import { kFlagBit, kIdentityMask } from '../../native-free-shm/index.js';
+import * as shm from '../../native-free-shm/index.js';
 import type { ShmTable } from '../../native-free-shm/index.js';
 import { CancelledError } from '../errors.js';
-import { kEpochArmed } from './layout.js';
+import * as layout from './layout.js';
 import type { RequestId } from './key.js';
+
+// Module-local copies: optimised code reads an imported binding through its cell, with a hole check,
+// at every use (V8 does not fold another module's exports); a module-local const is an immediate.
+const { kFlagBit, kIdentityMask } = shm;
+const { kEpochArmed } = layout;
 
 /** What a handle needs of its registry (kept narrow so the handle cannot reach the rest). */
 export interface ReasonSource {

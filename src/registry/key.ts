@@ -1,5 +1,10 @@
 import { createHash } from 'node:crypto';
-import { KeyScratch, finishHash, mixWords, wordsFor } from '../../native-free-shm/index.js';
+import * as shm from '../../native-free-shm/index.js';
+import { KeyScratch } from '../../native-free-shm/index.js';
+
+// Module-local copies: optimised code reads an imported binding through its cell, with a hole check,
+// at every use (V8 does not fold another module's exports); a module-local const is an immediate.
+const { finishHash, mixWords, wordsFor } = shm;
 
 /** Longest string request id, in UTF-8 bytes. */
 export const kMaxIdBytes = 256;

@@ -8,17 +8,28 @@ import { CancelWatcher, TrackHandle, kRefusedCapacity, kRefusedInvalidId, settle
 import type { HandleContext, HandleRef, TrackRefusal } from './handle.js';
 import { KeyEncoder, kMaxKeyBytes, validRequestId, writeWtf8 } from './key.js';
 import type { RequestId } from './key.js';
-import {
+import * as layout from './layout.js';
+import { epochBase } from './layout.js';
+import * as shmLayout from '../../native-free-shm/layout.js';
+import * as policy from './policy.js';
+import { QuotaPolicy, checkCount, checkRegistryOptions } from './policy.js';
+import type { CleanupResult, RegistryOptions } from './policy.js';
+import { kMaxReasonBytes, sanitizeReason } from './reason.js';
+
+// Module-local copies: optimised code reads an imported binding through its cell, with a hole check,
+// at every use (V8 does not fold another module's exports); a module-local const is an immediate.
+const {
   kCounterCount, kCtAllowance, kCtCancellations, kCtCancellationsRefused, kCtEvictions, kCtExpired, kCtInFlightSwept, kCtTrackRefused,
   kCtTracked, kCtUntracked,
   kCvAt, kCvReason, kCvReasonLen, kCvScopeHash, kCvStamp, kIvCanceller, kIvOwner, kStBuckets, kStPool, kStMagic, kStRows, kStStamp,
-  kStateMagic, kTableCancellations, kTableInFlight, epochBase, kEpochArmed, kEpochCancelling, kEpochStride,
+  kStateMagic, kTableCancellations, kTableInFlight, kEpochArmed, kEpochCancelling, kEpochStride,
   kCancellingBusy, kCancellingIdle, kCancellingWaited,
-} from './layout.js';
-import { kTokenIndexBits } from '../../native-free-shm/layout.js';
-import { QuotaPolicy, checkCount, checkRegistryOptions, kCancelValueWords, rowGone } from './policy.js';
-import type { CleanupResult, RegistryOptions } from './policy.js';
-import { kMaxReasonBytes, sanitizeReason } from './reason.js';
+} = layout;
+const { kTokenIndexBits } = shmLayout;
+const { kCancelValueWords, rowGone } = policy;
+/** The handle class and its settle hook, as module-local consts for the same reason. */
+const Handle = TrackHandle;
+const settle = settleHandle;
 
 export type { CleanupResult, RegistryMemory, RegistryOptions } from './policy.js';
 export { registryByteLength, registryMemory } from './policy.js';
@@ -226,13 +237,13 @@ export class Registry {
     table.i32[table.valueIndex(slot) + kIvOwner] = this.#member.token;
     const ctl = table.publish(slot, this.#member);
     counters[this.#cb + kCtTracked]++;
-    return new TrackHandle(this.#handles, slot, ctl, id, scope);
+    return new Handle(this.#handles, slot, ctl, id, scope);
   }
 
   /** Stops tracking the handle's own row (a namesake's row stays). Idempotent. */
   untrack(handle: TrackHandle): void {
     const removed = this.#inFlight.remove(handle.slot, handle.ctl);
-    settleHandle(handle, removed);
+    settle(handle, removed);
     if (removed === 0) return;
     const counters = this.#counters;
     counters[this.#cb + kCtUntracked]++;
