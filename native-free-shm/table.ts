@@ -224,34 +224,39 @@ export class ShmTable implements IntentRecoverer {
    * The key is `key[at..]` (`at` lets many keys share one array).
    */
   claim(key: Int32Array, byteLength: number, hash: number, member: RosterMember, at = 0): number {
+    // The common case, small enough for V8 to inline into the caller: the home slot itself is free.
+    const w = this.i32;
+    const home = this.#home(hash);
+    const m = kHeaderWords + home * this.#stride;
+    // A plain read is enough to choose a candidate: the compare-and-swap below validates it.
+    const c = w[m];
+    const state = c & kStateMask;
+    if (state === kEmpty || state === kTombstone) {
+      this.#roster.setIntent(member, this.tableId, home, c);
+      if (Atomics.compareExchange(w, m, c, (member.index << kSeqShift) | kWriting) === c) {
+        this.#fill(m, key, at, byteLength, hash, m + kRowDist, 1);
+        this.#claimFrom = c;
+        return home;
+      }
+    }
+    return this.#probe(key, byteLength, hash, member, at, home);
+  }
+
+  /** `claim` past the home slot (or after losing it to another writer): the first free slot along the probe. */
+  #probe(key: Int32Array, byteLength: number, hash: number, member: RosterMember, at: number, home: number): number {
     const w = this.i32;
     const slots = this.slots;
     const stride = this.#stride;
-    const home = this.#home(hash);
     const dist = kHeaderWords + home * stride + kRowDist;
-    const words = (byteLength + 3) >>> 2; // wordsFor, inline (an imported function is checked at every call)
     let i = home;
     for (let d = 0; d < slots;) {
       const m = kHeaderWords + i * stride;
-      // A plain read is enough to choose a candidate: the compare-and-swap below validates it.
       const c = w[m];
       const state = c & kStateMask;
       if (state === kEmpty || state === kTombstone) {
         this.#roster.setIntent(member, this.tableId, i, c);
         if (Atomics.compareExchange(w, m, c, (member.index << kSeqShift) | kWriting) === c) {
-          w[m + kRowHash] = hash;
-          w[m + kRowLen] = byteLength;
-          const k = m + this.#keyOffset;
-          for (let j = 0; j < words; j++) w[k + j] = key[at + j];
-          // Lookups of this home must reach distance d before the row becomes visible.
-          // (The distance only grows, so a plain read that already shows `want` is not stale.)
-          const want = d + 1;
-          let cur = w[dist];
-          while (cur < want) {
-            const prev = Atomics.compareExchange(w, dist, cur, want);
-            if (prev === cur) break;
-            cur = prev;
-          }
+          this.#fill(m, key, at, byteLength, hash, dist, d + 1);
           this.#claimFrom = c;
           return i;
         }
@@ -262,6 +267,26 @@ export class ShmTable implements IntentRecoverer {
     }
     this.#roster.clearIntent(member);
     return -1;
+  }
+
+  /**
+   * Writes hash, length and key into the claimed row at word `m`, then makes sure lookups of its home
+   * reach it: the home's probe limit (word `dist`) must be at least `want` before the row is published.
+   */
+  #fill(m: number, key: Int32Array, at: number, byteLength: number, hash: number, dist: number, want: number): void {
+    const w = this.i32;
+    w[m + kRowHash] = hash;
+    w[m + kRowLen] = byteLength;
+    const k = m + this.#keyOffset;
+    const words = (byteLength + 3) >>> 2; // wordsFor, inline (an imported function is checked at every call)
+    for (let j = 0; j < words; j++) w[k + j] = key[at + j];
+    // The limit only grows, so a plain read that already shows `want` is not stale.
+    let cur = w[dist];
+    while (cur < want) {
+      const prev = Atomics.compareExchange(w, dist, cur, want);
+      if (prev === cur) break;
+      cur = prev;
+    }
   }
 
   /** Makes the claimed row visible. Returns its control word: the row's identity for remove/raise. */

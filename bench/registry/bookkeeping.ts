@@ -39,21 +39,54 @@ export interface RegistryResults {
   requestsPerRep: number;
   registryNs: Summary;
   mapNs: Summary;
+  /** The same requests while other scopes hold cancellation rows, so `clear` looks its key up (info). */
+  registryWithRowsNs: Summary;
+  /** The Map baseline with the same number of rows in its cancellations Map. */
+  mapWithRowsNs: Summary;
+  /** Cancellation rows of other scopes present during the `WithRows` runs. */
+  otherRows: number;
 }
+
+/** Cancellation rows other scopes hold in the `WithRows` runs (4 scopes, within the per-scope quota). */
+const kOtherRows = 1_000;
 
 export function benchRegistry(): RegistryResults {
   const reg = createRegistry({ maxRows: 10_000, maxRowsPerScope: 256, inFlightCapacity: 65_536 });
+  const withRows = createRegistry({ maxRows: 10_000, maxRowsPerScope: 256, inFlightCapacity: 65_536 });
   const inFlight = new Map<string, number>();
   const cancels = new Map<string, number>();
+  const cancelsWithRows = new Map<string, number>();
+  for (let i = 0; i < kOtherRows; i++) {
+    const scope = `session:other-${i & 3}`;
+    if (!withRows.cancel(i, 'other', scope).ok) throw new Error('prefill cancel refused');
+    cancelsWithRows.set(`${scope}\u0000${i}`, i);
+  }
   registryRequests(reg, kRegistryRequestsPerRep / 4); // warm-up
   mapRequests(inFlight, cancels, kRegistryRequestsPerRep / 4);
+  registryRequests(withRows, kRegistryRequestsPerRep / 4);
+  mapRequests(inFlight, cancelsWithRows, kRegistryRequestsPerRep / 4);
   const regRuns: number[] = [];
   const mapRuns: number[] = [];
+  const regRowsRuns: number[] = [];
+  const mapRowsRuns: number[] = [];
+  const perRequest = (seconds: number): number => (seconds * 1e9) / kRegistryRequestsPerRep;
   for (let r = 0; r < kReps; r++) {
-    regRuns.push((registryRequests(reg, kRegistryRequestsPerRep) * 1e9) / kRegistryRequestsPerRep);
-    mapRuns.push((mapRequests(inFlight, cancels, kRegistryRequestsPerRep) * 1e9) / kRegistryRequestsPerRep);
+    regRuns.push(perRequest(registryRequests(reg, kRegistryRequestsPerRep)));
+    mapRuns.push(perRequest(mapRequests(inFlight, cancels, kRegistryRequestsPerRep)));
+    regRowsRuns.push(perRequest(registryRequests(withRows, kRegistryRequestsPerRep)));
+    mapRowsRuns.push(perRequest(mapRequests(inFlight, cancelsWithRows, kRegistryRequestsPerRep)));
   }
-  const counts = reg.counters();
-  if (counts.inFlight !== 0) throw new Error(`registry leaked ${counts.inFlight} in-flight rows`);
-  return { requestsPerRep: kRegistryRequestsPerRep, registryNs: summarize(regRuns), mapNs: summarize(mapRuns) };
+  for (const [name, r] of [['registry', reg], ['registry with rows', withRows]] as const) {
+    const counts = r.counters();
+    if (counts.inFlight !== 0) throw new Error(`${name} leaked ${counts.inFlight} in-flight rows`);
+  }
+  if (withRows.counters().cancellationRows !== kOtherRows) throw new Error('the other scopes\' cancellation rows changed');
+  return {
+    requestsPerRep: kRegistryRequestsPerRep,
+    registryNs: summarize(regRuns),
+    mapNs: summarize(mapRuns),
+    registryWithRowsNs: summarize(regRowsRuns),
+    mapWithRowsNs: summarize(mapRowsRuns),
+    otherRows: kOtherRows,
+  };
 }

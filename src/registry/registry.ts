@@ -498,8 +498,14 @@ export class Registry {
 
   /** Removes the cancellation row for (scope, id). Idempotent; writes nothing when there is none. */
   clear(id: unknown, scope: string): void {
+    checkScope(scope);
+    // No cancellation row anywhere, the common case: nothing to look up (and no cold line of the
+    // cancellation table to touch). A plain read, like the lookup's own probe-limit read: the count
+    // is raised before a row is claimed, so a row that exists is counted; a cancel racing with this
+    // clear is ordered after it either way.
+    if (this.#state[kStRows] === 0) return;
     const enc = this.#enc;
-    if (!enc.encode(id, checkScope(scope))) return;
+    if (!enc.encode(id, scope)) return;
     const key = enc.key;
     const table = this.#cancels;
     const bucket = kStBuckets + (enc.scopeHash & this.#bucketMask);
