@@ -7,7 +7,7 @@
 import { summarize } from '../lib/stats.js';
 import { kLookupsPerRep, kPairsPerRep, kReps } from './config.js';
 import { findAll } from './kernels.js';
-import { kPackedHash, kPackedStride } from './keys.js';
+import * as keys from './keys.js';
 import { now } from './table.js';
 import type { LookupPair, TableBench } from './table.js';
 
@@ -19,6 +19,13 @@ export interface LimitResults {
   lookupTouchNs: number;
   /** The same plus the two Atomics.load a lookup needs (first read, re-validation). */
   lookupTouchAtomicNs: number;
+  /**
+   * `find`'s whole probe (limit, state, hash, length, every key word, re-validation) as a free function
+   * over the same table: with its two control-word reads as Atomics.load (what `find` does), and with
+   * plain reads instead (not safe across threads: a measurement of what the two acquire loads cost).
+   */
+  lookupProbeAtomicNs: number;
+  lookupProbePlainNs: number;
   /** ns per insert+delete pair: the Map, the table (from the insert+delete phase), and CAS + store + CAS alone on the same rows. */
   pairMapNs: number;
   pairTableNs: number;
@@ -31,12 +38,94 @@ export interface LimitResults {
   atomicCasNs: number;
 }
 
+// Module-local constants (an imported binding is read through its cell at every use in optimised code).
+const { kPackedHash, kPackedKey, kPackedLen, kPackedStride } = keys;
 const kHeaderWords = 16;
+const kRowHash = 1;
+const kRowLen = 2;
+const kRowDist = 3;
+/** Not the flag bits: the identity of an incarnation (sequence and state). */
+const kIdentity = ~0b1100;
 /** An in-flight row of the registry: 2 value words, 520 key bytes, padded to whole lines. */
 const kInFlightStride = 144;
 
 function homeOf(hash: number, scale: number): number {
-  return Math.floor((hash >>> 0) * scale);
+  return ((hash >>> 0) * scale) | 0;
+}
+
+/** The table geometry a probe kernel needs. */
+interface Geometry {
+  w: Int32Array;
+  slots: number;
+  stride: number;
+  keyOffset: number;
+  scale: number;
+}
+
+/** `find`'s probe, control words read with Atomics.load (as the table does). Returns the hits. */
+function probeAtomic(g: Geometry, packed: Int32Array, order: Uint32Array, total: number): number {
+  const { w, slots, stride, keyOffset, scale } = g;
+  const mask = order.length - 1;
+  let hits = 0;
+  for (let n = 0; n < total; n++) {
+    const at = order[n & mask] * kPackedStride;
+    const hash = packed[at + kPackedHash];
+    const len = packed[at + kPackedLen];
+    const home = homeOf(hash, scale);
+    const limit = w[kHeaderWords + home * stride + kRowDist];
+    const words = (len + 3) >>> 2;
+    let i = home;
+    for (let d = 0; d < limit;) {
+      const m = kHeaderWords + i * stride;
+      const c1 = Atomics.load(w, m);
+      if ((c1 & 3) === 0) break;
+      if ((c1 & 3) === 2 && w[m + kRowHash] === hash && w[m + kRowLen] === len) {
+        const k = m + keyOffset;
+        let j = 0;
+        while (j < words && w[k + j] === packed[at + kPackedKey + j]) j++;
+        if (j === words) {
+          if (((c1 ^ Atomics.load(w, m)) & kIdentity) === 0) { hits++; break; }
+          continue;
+        }
+      }
+      d++;
+      if (++i === slots) i = 0;
+    }
+  }
+  return hits;
+}
+
+/** The same probe with plain reads of the control word (a measurement only: not safe across threads). */
+function probePlain(g: Geometry, packed: Int32Array, order: Uint32Array, total: number): number {
+  const { w, slots, stride, keyOffset, scale } = g;
+  const mask = order.length - 1;
+  let hits = 0;
+  for (let n = 0; n < total; n++) {
+    const at = order[n & mask] * kPackedStride;
+    const hash = packed[at + kPackedHash];
+    const len = packed[at + kPackedLen];
+    const home = homeOf(hash, scale);
+    const limit = w[kHeaderWords + home * stride + kRowDist];
+    const words = (len + 3) >>> 2;
+    let i = home;
+    for (let d = 0; d < limit;) {
+      const m = kHeaderWords + i * stride;
+      const c1 = w[m];
+      if ((c1 & 3) === 0) break;
+      if ((c1 & 3) === 2 && w[m + kRowHash] === hash && w[m + kRowLen] === len) {
+        const k = m + keyOffset;
+        let j = 0;
+        while (j < words && w[k + j] === packed[at + kPackedKey + j]) j++;
+        if (j === words) {
+          if (((c1 ^ w[m]) & kIdentity) === 0) { hits++; break; }
+          continue;
+        }
+      }
+      d++;
+      if (++i === slots) i = 0;
+    }
+  }
+  return hits;
 }
 
 function touch(w: Int32Array, stride: number, scale: number, packed: Int32Array, order: Uint32Array, total: number): number {
@@ -118,17 +207,26 @@ export function benchLimits(s: TableBench, insertDelete: LookupPair): LimitResul
   const scratch = new Int32Array(new SharedArrayBuffer((kHeaderWords + t.slots * stride) * 4));
   const scale = t.slots / 4294967296;
   const lookups = kLookupsPerRep / 2;
-  const runs = { map: [] as number[], find: [] as number[], touch: [] as number[], atomic: [] as number[] };
+  const geometry: Geometry = { w: t.i32, slots: t.slots, stride, keyOffset: t.keyIndex(0) - t.ctlIndex(0), scale };
+  const runs = { map: [] as number[], find: [] as number[], touch: [] as number[], atomic: [] as number[], probeAtomic: [] as number[], probePlain: [] as number[] };
+  const expectAll = (hits: number): number => {
+    if (hits !== lookups) throw new Error(`a probe kernel missed ${lookups - hits} lookups`);
+    return hits;
+  };
   for (let r = 0; r <= kReps; r++) {
     const map = timeNs(lookups, () => mapGets(m, live.strings, order, lookups));
     const find = timeNs(lookups, () => findAll(t, live, order, lookups));
     const plain = timeNs(lookups, () => touch(scratch, stride, scale, live.packed, order, lookups));
     const atomic = timeNs(lookups, () => touchAtomic(scratch, stride, scale, live.packed, order, lookups));
+    const pa = timeNs(lookups, () => expectAll(probeAtomic(geometry, live.packed, order, lookups)));
+    const pp = timeNs(lookups, () => expectAll(probePlain(geometry, live.packed, order, lookups)));
     if (r === 0) continue; // warm-up
     runs.map.push(map);
     runs.find.push(find);
     runs.touch.push(plain);
     runs.atomic.push(atomic);
+    runs.probeAtomic.push(pa);
+    runs.probePlain.push(pp);
   }
   const pairKeys = 4096;
   const pairPacked = live.packed.subarray(0, pairKeys * kPackedStride);
@@ -154,6 +252,8 @@ export function benchLimits(s: TableBench, insertDelete: LookupPair): LimitResul
     lookupFindNs: summarize(runs.find).median,
     lookupTouchNs: summarize(runs.touch).median,
     lookupTouchAtomicNs: summarize(runs.atomic).median,
+    lookupProbeAtomicNs: summarize(runs.probeAtomic).median,
+    lookupProbePlainNs: summarize(runs.probePlain).median,
     pairMapNs: 1e9 / insertDelete.map.median,
     pairTableNs: 1e9 / insertDelete.table.median,
     pairAtomicsNs: summarize(pairRuns).median,

@@ -226,6 +226,7 @@ export function limitRows(lm: LimitResults): Row[] {
   const n = (x: number): string => `${x.toFixed(0)} ns`;
   return [
     row('info: floor, lookup: touch the key record + home row line (plain reads)', n(lm.lookupTouchNs), `+ 2 Atomics.load: ${n(lm.lookupTouchAtomicNs)}; find ${n(lm.lookupFindNs)}`, n(lm.lookupMapNs), ratio(lm.lookupMapNs / lm.lookupTouchNs)),
+    row('info: floor, lookup: find\'s whole probe as a free function, control words by Atomics.load', n(lm.lookupProbeAtomicNs), `same probe with plain reads: ${n(lm.lookupProbePlainNs)}`, n(lm.lookupMapNs), ratio(lm.lookupMapNs / lm.lookupProbeAtomicNs)),
     row('info: floor, insert+delete: CAS + store + CAS on the same rows', n(lm.pairAtomicsNs), `table pair ${n(lm.pairTableNs)}`, n(lm.pairMapNs), ratio(lm.pairMapNs / lm.pairAtomicsNs)),
     row('info: floor, track+untrack: CAS + store + CAS + an 8-field object', n(lm.bookkeepingFloorNs), `Atomics: load ${lm.atomicLoadNs.toFixed(1)}, store ${lm.atomicStoreNs.toFixed(1)}, CAS ${lm.atomicCasNs.toFixed(1)} ns`),
   ];
