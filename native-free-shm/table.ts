@@ -388,15 +388,19 @@ export class ShmTable implements IntentRecoverer {
   raise(slot: number, ctl: number): boolean {
     const w = this.i32;
     const m = kHeaderWords + slot * this.#stride;
+    // First guess: the row as published (no flag bits yet), so the common raise is one
+    // compare-and-swap and no load ahead of it (what a polling reader waits for).
+    let c = ctl & kIdentityMask;
     for (;;) {
-      const c = Atomics.load(w, m);
-      if (((c ^ ctl) & kIdentityMask) !== 0 || (c & kFlagBit) !== 0) return false;
-      if (Atomics.compareExchange(w, m, c, c | kFlagBit) === c) {
+      const seen = Atomics.compareExchange(w, m, c, c | kFlagBit);
+      if (seen === c) {
         // Waiters set kWaitedBit before they park, so a word without it has nobody to wake
         // (and Atomics.notify takes a process-wide lock: skip it when it cannot matter).
         if ((c & kWaitedBit) !== 0) Atomics.notify(w, m);
         return true;
       }
+      if (((seen ^ ctl) & kIdentityMask) !== 0 || (seen & kFlagBit) !== 0) return false;
+      c = seen; // same row, the waited bit changed: try again with it
     }
   }
 

@@ -13,11 +13,14 @@ import type { HandleRef, RegistryDescriptor } from '../../src/index.js';
 
 export interface WorkerInit {
   readonly descriptor: RegistryDescriptor;
+  /** One Int32 word the 'floor' mode spins on: the main thread sets it with one Atomics.store. */
+  readonly floorWord: SharedArrayBuffer;
 }
 
 export type ToWorker =
   | { readonly type: 'poll'; readonly ref: HandleRef }
   | { readonly type: 'signal'; readonly ref: HandleRef }
+  | { readonly type: 'floor' }
   | { readonly type: 'stop' };
 
 export type FromWorker =
@@ -32,6 +35,7 @@ const port = parentPort;
 if (port === null) throw new Error('cancel-latency-worker.js must run in a worker thread');
 const init = workerData as WorkerInit;
 const reg = attachRegistry(init.descriptor);
+const floorWord = new Int32Array(init.floorWord);
 
 function send(message: FromWorker): void {
   port?.postMessage(message);
@@ -44,6 +48,22 @@ function poll(ref: HandleRef): void {
   let spins = 0;
   let timedOut = false;
   while (!handle.cancelled) {
+    if ((++spins & 0xffff) === 0 && performance.now() > deadline) {
+      timedOut = true;
+      break;
+    }
+  }
+  const at = process.hrtime.bigint();
+  send({ type: 'seen', at, timedOut });
+}
+
+/** The floor: the same spin, on a word nothing but one Atomics.store in the main thread touches. */
+function floor(): void {
+  send({ type: 'ready' });
+  const deadline = performance.now() + kSpinLimitMs;
+  let spins = 0;
+  let timedOut = false;
+  while (Atomics.load(floorWord, 0) === 0) {
     if ((++spins & 0xffff) === 0 && performance.now() > deadline) {
       timedOut = true;
       break;
@@ -72,6 +92,9 @@ port.on('message', (raw: unknown) => {
         break;
       case 'signal':
         wait(message.ref);
+        break;
+      case 'floor':
+        floor();
         break;
       case 'stop':
         port.close();

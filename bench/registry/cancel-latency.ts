@@ -13,7 +13,7 @@ import { kCancelWarmup, kLatencyRounds, kLatencyWarmup, kPollSamples, kScope, kS
 import { Inbox, exitOf, stopWorker } from './inbox.js';
 
 export interface LatencyMode {
-  mode: 'poll' | 'signal';
+  mode: 'poll' | 'signal' | 'floor';
   samplesPerRound: number;
   rounds: Distribution[];
   p50Us: Summary;
@@ -34,10 +34,16 @@ export interface LatencyResults {
   coldPolling: { samples: number; seen: Distribution; cancelCall: Distribution };
   polling: LatencyMode;
   signal: LatencyMode;
+  /**
+   * The same rounds, interleaved with the polling ones, where the main thread only sets a word the
+   * worker spins on (one Atomics.store, no registry): what "cancel → observed" costs on this machine
+   * before any cancel code runs (waking from the event loop, the store, the cache line's trip).
+   */
+  floor: LatencyMode;
 }
 
 async function latencyRound(
-  reg: Registry, worker: Worker, inbox: Inbox<FromWorker>, mode: 'poll' | 'signal', count: number, nextId: () => number,
+  reg: Registry, worker: Worker, inbox: Inbox<FromWorker>, mode: 'poll' | 'signal' | 'floor', count: number, nextId: () => number, floorWord: Int32Array,
 ): Promise<{ micros: number[]; cancelMicros: number[]; afterMicros: number[]; timedOut: number }> {
   const micros: number[] = [];
   const cancelMicros: number[] = [];
@@ -47,11 +53,12 @@ async function latencyRound(
     const id = nextId();
     const h = reg.track(id, kScope);
     if (!h.ok) throw new Error(`track refused: ${h.error}`);
-    const message: ToWorker = { type: mode, ref: h.ref };
+    const message: ToWorker = mode === 'floor' ? { type: 'floor' } : { type: mode, ref: h.ref };
+    Atomics.store(floorWord, 0, 0);
     worker.postMessage(message);
     await inbox.expect('ready');
     const t0 = process.hrtime.bigint();
-    const result = reg.cancel(id, 'bench', kScope);
+    const result = mode === 'floor' ? (Atomics.store(floorWord, 0, 1), kFloorOk) : reg.cancel(id, 'bench', kScope);
     const t1 = process.hrtime.bigint();
     if (!result.ok) throw new Error(`cancel refused: ${result.error}`);
     const seen = await inbox.expect('seen');
@@ -64,6 +71,8 @@ async function latencyRound(
   }
   return { micros, cancelMicros, afterMicros, timedOut };
 }
+
+const kFloorOk = { ok: true } as const;
 
 function warmCancelPath(reg: Registry): void {
   for (let i = 0; i < kCancelWarmup; i++) {
@@ -78,7 +87,8 @@ function warmCancelPath(reg: Registry): void {
 
 export async function benchLatency(): Promise<LatencyResults> {
   const reg = createRegistry({ maxRows: 10_000, maxRowsPerScope: 256, inFlightCapacity: 65_536 });
-  const init: WorkerInit = { descriptor: reg.descriptor };
+  const floorWord = new Int32Array(new SharedArrayBuffer(64));
+  const init: WorkerInit = { descriptor: reg.descriptor, floorWord: floorWord.buffer as SharedArrayBuffer };
   const worker = new Worker(new URL('./cancel-latency-worker.js', import.meta.url), { workerData: init });
   reg.watch(worker);
   const exited = exitOf(worker);
@@ -90,43 +100,47 @@ export async function benchLatency(): Promise<LatencyResults> {
   let id = 1_000_000;
   const nextId = (): number => id++;
 
-  const run = async (mode: 'poll' | 'signal', perRound: number): Promise<LatencyMode> => {
-    await latencyRound(reg, worker, inbox, mode, kLatencyWarmup, nextId);
-    const rounds: Distribution[] = [];
-    const all: number[] = [];
-    const cancelAll: number[] = [];
-    const afterAll: number[] = [];
-    let timedOut = 0;
+  type Mode = 'poll' | 'signal' | 'floor';
+  /** Rounds of each mode, interleaved (mode A round 1, mode B round 1, A round 2, ...), after a warm-up of each. */
+  const run = async (modes: readonly Mode[], perRound: number): Promise<LatencyMode[]> => {
+    for (const mode of modes) await latencyRound(reg, worker, inbox, mode, kLatencyWarmup, nextId, floorWord);
+    const acc = modes.map(() => ({ rounds: [] as Distribution[], all: [] as number[], cancelAll: [] as number[], afterAll: [] as number[], timedOut: 0 }));
     for (let r = 0; r < kLatencyRounds; r++) {
-      const round = await latencyRound(reg, worker, inbox, mode, perRound, nextId);
-      rounds.push(distribution(round.micros));
-      all.push(...round.micros);
-      cancelAll.push(...round.cancelMicros);
-      afterAll.push(...round.afterMicros);
-      timedOut += round.timedOut;
+      for (let k = 0; k < modes.length; k++) {
+        const round = await latencyRound(reg, worker, inbox, modes[k]!, perRound, nextId, floorWord);
+        const a = acc[k]!;
+        a.rounds.push(distribution(round.micros));
+        a.all.push(...round.micros);
+        a.cancelAll.push(...round.cancelMicros);
+        a.afterAll.push(...round.afterMicros);
+        a.timedOut += round.timedOut;
+      }
     }
-    return {
-      mode,
-      samplesPerRound: perRound,
-      rounds,
-      p50Us: summarize(rounds.map((d) => d.p50)),
-      p99Us: summarize(rounds.map((d) => d.p99)),
-      p999Us: summarize(rounds.map((d) => d.p999)),
-      pooled: distribution(all),
-      cancelCallUs: distribution(cancelAll),
-      afterReturnUs: distribution(afterAll),
-      timedOut,
-    };
+    return modes.map((mode, k) => {
+      const a = acc[k]!;
+      return {
+        mode,
+        samplesPerRound: perRound,
+        rounds: a.rounds,
+        p50Us: summarize(a.rounds.map((d) => d.p50)),
+        p99Us: summarize(a.rounds.map((d) => d.p99)),
+        p999Us: summarize(a.rounds.map((d) => d.p999)),
+        pooled: distribution(a.all),
+        cancelCallUs: distribution(a.cancelAll),
+        afterReturnUs: distribution(a.afterAll),
+        timedOut: a.timedOut,
+      };
+    });
   };
 
   try {
     // First, as a real server meets its first cancels: nothing optimised yet.
-    const cold = await latencyRound(reg, worker, inbox, 'poll', kPollSamples, nextId);
+    const cold = await latencyRound(reg, worker, inbox, 'poll', kPollSamples, nextId, floorWord);
     const coldPolling = { samples: cold.micros.length, seen: distribution(cold.micros), cancelCall: distribution(cold.cancelMicros) };
     warmCancelPath(reg);
-    const polling = await run('poll', kPollSamples);
-    const signal = await run('signal', kSignalSamples);
-    return { clock: 'process.hrtime.bigint() in both threads (one CLOCK_MONOTONIC)', coldPolling, polling, signal };
+    const [polling, floor] = await run(['poll', 'floor'], kPollSamples);
+    const [signal] = await run(['signal'], kSignalSamples);
+    return { clock: 'process.hrtime.bigint() in both threads (one CLOCK_MONOTONIC)', coldPolling, polling: polling!, signal: signal!, floor: floor! };
   } finally {
     await stopWorker<ToWorker>(worker, exited, { type: 'stop' });
   }

@@ -188,6 +188,7 @@ export function latencyRows(lr: LatencyResults): Row[] {
     row('cancel→seen polling p99', µs(p.p99Us.median), range(p.p99Us)),
     row(`cancel→seen polling p99.9 (pooled ${p.pooled.samples})`, µs(p.pooled.p999), range(p.p999Us)),
     row('info: reg.cancel call itself p50 (poll)', µs(p.cancelCallUs.p50), `p99 ${µs(p.cancelCallUs.p99)}`),
+    row(`info: floor, the same rounds with one Atomics.store instead of reg.cancel, p50`, µs(lr.floor.p50Us.median), `${range(lr.floor.p50Us)}; p99 ${µs(lr.floor.p99Us.median)}`),
     row(`info: polling p50, the process's first ${lr.coldPolling.samples} cancels (not yet optimised)`, µs(lr.coldPolling.seen.p50), `p99 ${µs(lr.coldPolling.seen.p99)}; call p50 ${µs(lr.coldPolling.cancelCall.p50)}`),
     infoRow(`cancel→seen signal p50 (${g.samplesPerRound}×${kLatencyRounds})`, µs(g.p50Us.median), range(g.p50Us), '', '', `≤ ${kTargets.infoSignalP50Us} µs (SPEC §7)`, g.p50Us.median <= kTargets.infoSignalP50Us),
     row('cancel→seen signal p99', µs(g.p99Us.median), range(g.p99Us)),
