@@ -4,6 +4,7 @@
  *   npm run bench:registry        (= npm run build && node dist/bench/registry.js)
  *   node dist/bench/registry.js --phase <name>     (one phase only; writes no results files)
  *   node --cpu-prof dist/bench/registry.js --phase lookups
+ *   node dist/bench/registry.js --smoke           (CI: exits 1 on a gross regression, ratios only)
  *
  * Phases: registry, lookups, hot-key, insert-delete, churn, latency, contention (S5: two worker
  * threads on one table), memory (bytes at default options), kernels (the floors of limits.ts), one
@@ -63,17 +64,40 @@ function benchTable(): TableResults & { limits: LimitResults } {
   };
 }
 
+/**
+ * `--smoke` (npm run bench:smoke, in CI): the bookkeeping and insert+delete phases, each against its
+ * Map in the same run, failing only on a gross regression. The floors sit far from the full run's
+ * figures (bench/results/registry-latest.md: bookkeeping 0.41× the Map's time, insert+delete 1.93×
+ * its rate, min–max 1.35–3.02 on a shared 2-core machine), since smoke runs on whatever CI gives it.
+ */
+const kSmokeFloors = { bookkeepingVsMapAtMost: 0.8, insertDeleteVsMapAtLeast: 1.0 };
+
+function smoke(): void {
+  const rr = benchRegistry();
+  const bookkeeping = rr.registryNs.median / rr.mapNs.median;
+  const s = setupTable();
+  const id = insertDeletePhase(s);
+  verifyTable(s.t, 'after insert+delete');
+  const insertDelete = id.table.median / id.map.median;
+  console.log(`bench:smoke registry: track+untrack+clear ${rr.registryNs.median.toFixed(0)} ns = ${bookkeeping.toFixed(2)}× the Map's (floor: at most ${kSmokeFloors.bookkeepingVsMapAtMost}×); insert+delete ${insertDelete.toFixed(2)}× the Map's rate (floor: at least ${kSmokeFloors.insertDeleteVsMapAtLeast}×)`);
+  if (!(bookkeeping <= kSmokeFloors.bookkeepingVsMapAtMost) || !(insertDelete >= kSmokeFloors.insertDeleteVsMapAtLeast)) {
+    console.error('bench:smoke registry: below a floor');
+    process.exitCode = 1;
+  }
+}
+
 function usage(): string {
-  return `usage: node dist/bench/registry.js [--phase <${kPhases.join('|')}>]\n`
+  return `usage: node dist/bench/registry.js [--phase <${kPhases.join('|')}> | --smoke]\n`
     + '  without --phase: every phase, then bench/results/registry-latest.{json,md,svg} are written\n'
     + '  with --phase: that phase only, figures printed, no results files written';
 }
 
-/** The phase to run alone, null for the full run, or undefined after a usage error. */
-function parseArgs(argv: string[]): Phase | null | undefined {
+/** The phase to run alone, null for the full run, 'smoke', or undefined after a usage error. */
+function parseArgs(argv: string[]): Phase | 'smoke' | null | undefined {
   let phase: string | null = null;
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
+    if (arg === '--smoke' && argv.length === 1) return 'smoke';
     if (arg === '--phase') {
       const next = argv[++i];
       if (next === undefined || next.startsWith('-')) {
@@ -162,6 +186,10 @@ async function main(): Promise<void> {
   const began = now();
   const machine = describeMachine();
   console.log(`sluice registry benchmark: ${machine.cpu}, ${machine.cores} cores, node ${machine.node}`);
+  if (phase === 'smoke') {
+    smoke();
+    return;
+  }
   if (phase !== null) {
     await runPhase(phase);
     return;
