@@ -40,6 +40,8 @@ export interface Contender {
 }
 
 export const kNode22Label = 'Sluice on Node 22, node:http, 2 HTTP workers (reusePort)';
+export const kCeilingModernLabel = 'raw uWS JSON-RPC echo, 2026-07-28 request';
+export const kFloorLabel = 'hardened uWS floor (raw echo + the reads hardening needs)';
 export const kSluiceLabel = 'Sluice (1 HTTP worker)';
 export const kModernLabel = 'Sluice, 2026-07-28 (1 HTTP worker)';
 export const kAsyncLabel = 'Sluice async echo (1 HTTP worker)';
@@ -69,6 +71,18 @@ export const contenders: Contender[] = [
   {
     label: 'raw uWS JSON-RPC echo (ceiling)', script: 'uws-echo.mjs',
     endpoint: async () => ({ path: '/mcp', method: 'POST', body: echoBody(1), headers: { 'content-type': 'application/json' } }),
+  },
+  {
+    // The ceiling fed the 2026-07-28 request: what its longer body and two more headers cost any
+    // server on uWS (the most "2026-07-28 ÷ legacy" can be).
+    label: kCeilingModernLabel, script: 'uws-echo.mjs',
+    endpoint: async () => modernEcho(),
+  },
+  {
+    // The raw echo plus only the reads hardening needs on every request (uws-floor.mjs): the most
+    // "Sluice ÷ ceiling" can be.
+    label: kFloorLabel, script: 'uws-floor.mjs',
+    endpoint: async () => legacyEcho(),
   },
   {
     label: kSluiceLabel, script: 'sluice-echo.mjs',

@@ -29,6 +29,8 @@ export interface Target {
   target: string;
   actual: string;
   met: boolean;
+  /** Shown instead of met/missed: an info row beside the targets (not counted by targetSummary). */
+  status?: string;
 }
 
 /** `x` with `d` decimals, or '–' when it is missing or not finite. */
@@ -49,11 +51,12 @@ export function mdTable(header: readonly string[], align: string, rows: readonly
 
 /** The targets as a Markdown table: target, wanted, measured, met?. */
 export function targetTable(targets: readonly Target[]): string[] {
-  return mdTable(['target', 'wanted', 'measured (median, min–max)', 'met?'], 'llll', targets.map((t) => [t.name, t.target, t.actual, t.met ? 'met' : '**missed**']));
+  return mdTable(['target', 'wanted', 'measured (median, min–max)', 'met?'], 'llll', targets.map((t) => [t.name, t.target, t.actual, t.status ?? (t.met ? 'met' : '**missed**')]));
 }
 
 /** `targets: 4/6 met (missed: a; b)`. */
-export function targetSummary(targets: readonly Target[]): string {
+export function targetSummary(all: readonly Target[]): string {
+  const targets = all.filter((t) => t.status === undefined);
   const met = targets.filter((t) => t.met).length;
   return `targets: ${met}/${targets.length} met${met < targets.length ? ` (missed: ${targets.filter((t) => !t.met).map((t) => t.name).join('; ')})` : ''}`;
 }
