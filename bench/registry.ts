@@ -28,10 +28,10 @@ import type { Phase } from './registry/config.js';
 import { benchContention } from './registry/contention.js';
 import { benchLimits } from './registry/limits.js';
 import type { LimitResults } from './registry/limits.js';
-import { hotKeyPhase, insertDeletePhase, lookupsPhase } from './registry/lookups.js';
+import { fullCapacityLookupsPhase, hotKeyPhase, insertDeletePhase, lookupsPhase } from './registry/lookups.js';
 import { benchMemory } from './registry/memory.js';
 import {
-  buildTargets, churnRows, contentionLines, contentionRows, hotKeyRows, insertDeleteRows, latencyLines, latencyRows, limitRows, lookupRows, markdown,
+  buildTargets, churnRows, contentionLines, contentionRows, fullCapacityRows, hotKeyRows, insertDeleteRows, latencyLines, latencyRows, limitRows, lookupRows, markdown,
   memoryRows, registryRows, rows, svgChart, textTable,
 } from './registry/report.js';
 import type { Report, Row, TableResults } from './registry/report.js';
@@ -41,6 +41,7 @@ import { now, setupTable, verifyTable } from './registry/table.js';
 function benchTable(): TableResults & { limits: LimitResults } {
   const s = setupTable();
   const lookups = lookupsPhase(s);
+  const fullCapacityLookups = fullCapacityLookupsPhase(s);
   const hotKeyLookups = hotKeyPhase(s);
   const insertDelete = insertDeletePhase(s);
   const limits = benchLimits(s, insertDelete);
@@ -54,6 +55,7 @@ function benchTable(): TableResults & { limits: LimitResults } {
     loadOfCapacity: kFill / kTableCapacity,
     loadOfSlots: kFill / s.t.slots,
     lookups,
+    fullCapacityLookups,
     hotKeyLookups,
     insertDelete,
     churn: {
@@ -139,7 +141,7 @@ async function runPhase(phase: Phase): Promise<void> {
     case 'hot-key':
     case 'insert-delete': {
       const s = setupTable();
-      phaseRows = phase === 'lookups' ? lookupRows(lookupsPhase(s)) : phase === 'hot-key' ? hotKeyRows(hotKeyPhase(s)) : insertDeleteRows(insertDeletePhase(s));
+      phaseRows = phase === 'lookups' ? [...lookupRows(lookupsPhase(s)), ...fullCapacityRows(fullCapacityLookupsPhase(s))] : phase === 'hot-key' ? hotKeyRows(hotKeyPhase(s)) : insertDeleteRows(insertDeletePhase(s));
       if (phase !== 'hot-key') verifyTable(s.t, phase === 'lookups' ? 'after lookups' : 'after insert+delete');
       break;
     }
