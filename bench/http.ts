@@ -42,8 +42,12 @@ const o: Options = {
   only: onlyArg === -1 ? undefined : new Set((process.argv[onlyArg + 1] ?? '').split(',').map((x) => x.trim().toUpperCase()).filter((x) => x !== '')),
 };
 
-/** bench:smoke floors (ratios in the same run). */
-const kSmokeFloors = { ceiling: 0.35, modern: 0.5, async: 0.5 };
+/**
+ * bench:smoke floors (ratios in the same run), set well under the round-2 figures so that only a gross
+ * regression fails CI on a shared machine: quiet Intel VM 0.74–0.78 / 0.87–0.88 / 0.92–0.96 (smoke,
+ * 2026-12-02), noisy AMD VM 0.71 / 0.75 / 0.85 (full run). Round 1 floors were 0.35 / 0.5 / 0.5.
+ */
+const kSmokeFloors = { ceiling: 0.5, modern: 0.65, async: 0.7 };
 
 async function main(): Promise<void> {
   const { smoke, quick } = o;

@@ -68,11 +68,11 @@ function benchTable(): TableResults & { limits: LimitResults } {
 
 /**
  * `--smoke` (npm run bench:smoke, in CI): the bookkeeping and insert+delete phases, each against its
- * Map in the same run, failing only on a gross regression. The floors sit far from the full run's
- * figures (bench/results/registry-latest.md: bookkeeping 0.41× the Map's time, insert+delete 1.93×
- * its rate, min–max 1.35–3.02 on a shared 2-core machine), since smoke runs on whatever CI gives it.
+ * Map in the same run, failing only on a gross regression. The floors sit well away from the measured
+ * figures (bookkeeping 0.38–0.43× the Map's time, insert+delete 1.40–1.94× its rate, quiet Intel VM
+ * and noisy AMD VM, 2026-12-02), since smoke runs on whatever CI gives it.
  */
-const kSmokeFloors = { bookkeepingVsMapAtMost: 0.8, insertDeleteVsMapAtLeast: 1.0 };
+const kSmokeFloors = { bookkeepingVsMapAtMost: 0.6, insertDeleteVsMapAtLeast: 1.1 };
 
 function smoke(): void {
   const rr = benchRegistry();

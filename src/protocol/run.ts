@@ -11,8 +11,28 @@ import type { EraRules } from './eras/rules.js';
 import { ErrorCode, ProtocolError, errorBody, notificationBody, resultBody } from './wire.js';
 import type { JsonRpcId } from './wire.js';
 
-/** A method's handler: a result, a promise of one, or a throw (ProtocolError: a JSON-RPC error). */
+/**
+ * A method's handler: a result, a promise of one, a `PendingResult`, or a throw (ProtocolError: a
+ * JSON-RPC error).
+ */
 export type Handler = (run: Run, params: Record<string, unknown> | undefined) => unknown;
+
+/**
+ * A result still to come together with the step that turns the awaited value into it (a tool's
+ * output into its result): the run chains one `then` for both, where returning
+ * `promise.then(step)` would cost a promise, a microtask and two closures more per async request.
+ */
+export abstract class PendingResult {
+  constructor(readonly promise: Promise<unknown>) {}
+  /** The result for the awaited value; may throw, or return a promise of it, as a handler may. */
+  abstract resolved(value: unknown): unknown;
+  /** The result for a rejection; may throw, or return a promise of it, as a handler may. */
+  abstract rejected(error: unknown): unknown;
+  /** The same as a plain promise, for callers that chain it further themselves. */
+  toPromise(): Promise<unknown> {
+    return this.promise.then((value) => this.resolved(value), (error: unknown) => this.rejected(error));
+  }
+}
 
 /** One entry of an era's method table. */
 export interface Method {
@@ -146,9 +166,25 @@ export class Run implements Running, ContextHost {
     if (out instanceof Promise) {
       this.#host.running.add(this); // armed at the end of this turn if still running (`arm`)
       out.then((result) => this.#succeed(result as Record<string, unknown>), (error) => this.fail(error));
+    } else if (out instanceof PendingResult) {
+      this.#host.running.add(this);
+      out.promise.then((value) => this.#settle(out, value, true), (error) => this.#settle(out, error, false));
     } else {
       this.#succeed(out as Record<string, unknown>);
     }
+  }
+
+  /** A `PendingResult` settled: its step makes the result (or throws, as a handler may). */
+  #settle(pending: PendingResult, outcome: unknown, ok: boolean): void {
+    let result: unknown;
+    try {
+      result = ok ? pending.resolved(outcome) : pending.rejected(outcome);
+    } catch (error) {
+      this.fail(error);
+      return;
+    }
+    if (result instanceof Promise) result.then((r) => this.#succeed(r as Record<string, unknown>), (error) => this.fail(error));
+    else this.#succeed(result as Record<string, unknown>);
   }
 
   /**

@@ -125,6 +125,25 @@ describe('refusals', () => {
     expect(t.logs).toEqual([expect.stringMatching(/^warn sluice: tool boom threw: Error: kaput/), expect.stringMatching(/^warn sluice: prompts\/get broken failed: Error: prompt bug/)]);
   });
 
+  it('async tools: a value, a rejection (isError, logged), a ProtocolError (JSON-RPC error), a result the outputSchema refuses; each released once', async () => {
+    const replies = ['echo_async', 'boom_async', 'refuse_async', 'shape_async'].map((name, i) => {
+      const reply = new FakeReply();
+      t.engine.handleRequest(i, 'tools/call', { name, arguments: name === 'echo_async' ? { text: 'later' } : {} }, info('legacy'), reply);
+      expect(reply.calls).toEqual([]); // nothing answered before the handler's promise settles
+      return reply;
+    });
+    await tick();
+    const [echo, boom, refuse, shape] = replies;
+    expect(echo!.response).toEqual({ jsonrpc: '2.0', id: 0, result: { content: [{ type: 'text', text: 'later' }] } });
+    expect(boom!.response.result).toEqual({ content: [{ type: 'text', text: 'async kaput' }], isError: true });
+    expect(refuse!.response.error).toEqual({ code: ErrorCode.InvalidParams, message: 'not like that', data: { why: 'test' } });
+    expect(shape!.response.result).toMatchObject({ isError: true });
+    expect(JSON.stringify(shape!.response.result)).toMatch(/shape_async/);
+    for (const reply of replies) expect(reply.calls).toEqual(['respond', 'released']);
+    expect(t.logs).toEqual([expect.stringMatching(/^warn sluice: tool boom_async threw: Error: async kaput/)]);
+    expect(t.config.registry.counters().inFlight).toBe(0);
+  });
+
   it('a full in-flight table: busy, then released; nothing started', () => {
     t = makeEngine({ registry: { inFlightCapacity: 1 } });
     const first = new FakeReply();

@@ -8,6 +8,7 @@ import { createRegistry } from '../../src/registry/index.js';
 import type { RegistryOptions } from '../../src/registry/index.js';
 import { ServerCounters } from '../../src/telemetry/counters.js';
 import { defineTool } from '../../src/tools/define.js';
+import { ErrorCode, ProtocolError } from '../../src/protocol/wire.js';
 
 const noArgs = { type: 'object', properties: {} };
 
@@ -31,6 +32,15 @@ export const kTools = [
   // Async and deaf to cancellation: only the kill timer ends it.
   defineTool({ name: 'hang', description: 'Never ends.', inputSchema: noArgs, handler: () => new Promise<string>(() => {}) }),
   defineTool({ name: 'boom', description: 'Throws.', inputSchema: noArgs, handler: () => { throw new Error('kaput'); } }),
+  // Async handlers that settle at once: what most real tools are (the run chains one then for them).
+  defineTool({ name: 'echo_async', description: 'Echoes, async.', inputSchema: { type: 'object', properties: { text: { type: 'string' } } }, handler: async (a: { text: string }) => a.text }),
+  defineTool({ name: 'boom_async', description: 'Rejects.', inputSchema: noArgs, handler: async () => { throw new Error('async kaput'); } }),
+  defineTool({ name: 'refuse_async', description: 'Rejects with a protocol error.', inputSchema: noArgs, handler: async () => { throw new ProtocolError(ErrorCode.InvalidParams, 'not like that', { why: 'test' }); } }),
+  defineTool({
+    name: 'shape_async', description: 'Resolves with a result its outputSchema refuses.', inputSchema: noArgs,
+    outputSchema: { type: 'object', properties: { n: { type: 'number' } }, required: ['n'] },
+    handler: async () => ({ n: 'not a number' }),
+  }),
   definePrompt({ name: 'greet', arguments: [{ name: 'who', required: true }], get: (args) => `hello ${args.who}` }),
   definePrompt({ name: 'broken', get: () => { throw new Error('prompt bug'); } }),
   defineResource({ uri: 'test://fixed', name: 'fixed', mimeType: 'text/plain', read: () => 'contents' }),

@@ -1,11 +1,12 @@
 import { CancelledError } from '../../errors.js';
 import type { InputRequired } from '../../tools/context.js';
 import { Refusal, checkArguments, errorText, toToolResult } from '../../tools/define.js';
-import type { CallToolResult, ToolOutput } from '../../tools/define.js';
+import type { CallToolResult, Tool, ToolOutput } from '../../tools/define.js';
 import type { PoolOutcome, ToolPool } from '../../tools/pool.js';
 import type { CatalogIndex } from '../catalog-index.js';
 import type { EngineConfig } from '../contract.js';
 import { LogBudget, describeFailure, droppedNote } from '../failure-log.js';
+import { PendingResult } from '../run.js';
 import type { Method, Run } from '../run.js';
 import type { TaskCalls } from '../tasks/calls.js';
 import { ErrorCode, ProtocolError } from '../wire.js';
@@ -15,7 +16,7 @@ const kCheckedArguments = Symbol('sluice.checkedArguments');
 
 /** A tool's result, an input-required round, or a task's create result. */
 type Outcome = CallToolResult | InputRequired | Record<string, unknown>;
-type CallResult = Outcome | Promise<Outcome>;
+type CallResult = Outcome | Promise<Outcome> | PendingResult;
 
 /**
  * tools/list and tools/call, for both eras. The legacy list names each tool's `execution.taskSupport`
@@ -65,7 +66,11 @@ class ToolMethods {
     const checked = (params as Record<symbol, unknown>)[kCheckedArguments] as Record<string, unknown> | undefined ?? checkArguments(tool, args as Record<string, unknown>);
     if (checked instanceof Refusal) return checked.result();
     if (checked instanceof Promise) {
-      return checked.then((value) => value instanceof Refusal ? value.result() : this.call(run, { ...params, [kCheckedArguments]: value }));
+      return checked.then((value) => {
+        if (value instanceof Refusal) return value.result();
+        const out = this.call(run, { ...params, [kCheckedArguments]: value });
+        return out instanceof PendingResult ? out.toPromise() as Promise<Outcome> : out;
+      });
     }
     if (asTask) return this.#tasks.start(run, tool, tool.pool === true ? args as Record<string, unknown> : checked, params, input);
     const sink = run.progressSink(params);
@@ -84,9 +89,9 @@ class ToolMethods {
     try {
       output = tool.handler(checked, ctx);
     } catch (error) {
-      return this.#failed(run, name, error);
+      return this.failed(run, name, error);
     }
-    return output instanceof Promise ? output.then((o) => toToolResult(tool, o), (error: unknown) => this.#failed(run, name, error)) : toToolResult(tool, output);
+    return output instanceof Promise ? new PendingToolOutput(output, this, tool, run) : toToolResult(tool, output);
   }
 
   /**
@@ -94,13 +99,35 @@ class ToolMethods {
    * at most 20 a minute per thread). A cancelled tool that stopped by throwing (its CancelledError,
    * or the AbortError of something it gave `ctx.signal`) is not a failure.
    */
-  #failed(run: Run, name: string, error: unknown): CallToolResult {
+  failed(run: Run, name: string, error: unknown): CallToolResult {
     const result = toolError(error);
     if (!(error instanceof CancelledError) && !run.cancelled) {
       const dropped = this.#failures.take();
       if (dropped >= 0) this.#log('warn', `sluice: tool ${name} threw${droppedNote(dropped)}: ${describeFailure(error)}`);
     }
     return result;
+  }
+}
+
+/** An async tool's output still to come: its result once it settles, through one `then` (see `PendingResult`). */
+class PendingToolOutput extends PendingResult {
+  readonly #methods: ToolMethods;
+  readonly #tool: Tool;
+  readonly #run: Run;
+
+  constructor(output: Promise<unknown>, methods: ToolMethods, tool: Tool, run: Run) {
+    super(output);
+    this.#methods = methods;
+    this.#tool = tool;
+    this.#run = run;
+  }
+
+  resolved(output: unknown): ReturnType<typeof toToolResult> {
+    return toToolResult(this.#tool, output as ToolOutput);
+  }
+
+  rejected(error: unknown): CallToolResult {
+    return this.#methods.failed(this.#run, this.#tool.name, error);
   }
 }
 
