@@ -32,6 +32,9 @@ import type { ClusterNode } from './cluster-node.js';
 import { chooseAdapter } from './adapter-choice.js';
 import { checkPortFree, freePort } from './port.js';
 
+/** How many picked ports (port 0) the first HTTP worker tries before the start fails. */
+const kFreePortAttempts = 4;
+
 export interface ServerAddress {
   readonly host: string;
   readonly port: number;
@@ -253,9 +256,12 @@ class SluiceServer implements Server {
       // SO_REUSEPORT cannot share a port the kernel picked for the first socket (nor can a
       // replacement worker take it back after a crash): pick one first.
       try {
-        if (options.port !== 0) await checkPortFree(options.host, options.port);
-        port = options.port === 0 ? await freePort(options.host) : options.port;
-        port = await this.#spawn(adapter, port);
+        if (options.port !== 0) {
+          await checkPortFree(options.host, options.port);
+          port = await this.#spawn(adapter, options.port);
+        } else {
+          port = await this.#spawnOnFreePort(adapter, options.host);
+        }
         await Promise.all(Array.from({ length: count - 1 }, () => this.#spawn(adapter, port)));
       } catch (error) {
         await this.close();
@@ -265,6 +271,23 @@ class SluiceServer implements Server {
     const host = options.host.includes(':') ? `[${options.host}]` : options.host;
     this.#address = { host: options.host, port, url: `http://${host}:${port}${options.path}` };
     return this.#address;
+  }
+
+  /**
+   * The first HTTP worker on a port picked for it (port 0). The pick is free when probed, but
+   * another process may bind it before the worker does (tests starting servers in parallel do):
+   * a listen failure then means "pick again", a few times, rather than a failed start.
+   */
+  async #spawnOnFreePort(adapter: AdapterKind, host: string): Promise<number> {
+    for (let attempt = 1; ; attempt++) {
+      const port = await freePort(host);
+      try {
+        return await this.#spawn(adapter, port);
+      } catch (error) {
+        if (attempt >= kFreePortAttempts || !(error instanceof SluiceError) || error.code !== 'listen_failed') throw error;
+        this.#log('info', `sluice: port ${port} was taken before the HTTP worker could listen on it; picking another`);
+      }
+    }
   }
 
   /** Starts one HTTP worker on `port`; resolves with the port it listens on. */
