@@ -276,7 +276,9 @@ class SluiceServer implements Server {
   /**
    * The first HTTP worker on a port picked for it (port 0). The pick is free when probed, but
    * another process may bind it before the worker does (tests starting servers in parallel do):
-   * a listen failure then means "pick again", a few times, rather than a failed start.
+   * a listen failure then means "pick again", a few times, rather than a failed start. Not covered:
+   * another SO_REUSEPORT server (uWS, another Sluice) whose own probe got the same port in the same
+   * window binds it beside ours without an error, and the two share its connections.
    */
   async #spawnOnFreePort(adapter: AdapterKind, host: string): Promise<number> {
     for (let attempt = 1; ; attempt++) {
