@@ -2,14 +2,13 @@
  * Phases 1, 2 and 4 (table vs Map, one thread): lookups that hit (and, as info, the same keys in a
  * table sized for them), one hot key (informational), and insert+delete pairs at 50% load. No side effects on import.
  */
-import { Roster, ShmTable } from '../../native-free-shm/index.js';
-import type { RosterMember } from '../../native-free-shm/index.js';
+import type { RosterMember, ShmTable } from '../../native-free-shm/index.js';
 import { summarize } from '../lib/stats.js';
-import { kFill, kLookupsPerRep, kMaxKeyBytes, kPairKeys, kPairsPerRep, kReps, kValueWords } from './config.js';
+import { kFill, kLookupsPerRep, kMaxKeyBytes, kPairKeys, kPairsPerRep, kReps } from './config.js';
 import { insertDeleteAll } from './kernels.js';
 import { keyString, prepareKeys } from './keys.js';
 import type { PreparedKeys } from './keys.js';
-import { measureLookups, now } from './table.js';
+import { createTable, insertKeys, measureLookups, now, verifyTable } from './table.js';
 import type { LookupPair, TableBench } from './table.js';
 
 /** The same key over and over: every access hits L1, so this is the cost of `find` itself. */
@@ -63,19 +62,10 @@ export function lookupsPhase(s: TableBench): LookupPair {
  * gap between the two tables is what the larger one's footprint costs (cache and TLB misses).
  */
 export function fullCapacityLookupsPhase(s: TableBench): LookupPair & { byteLength: number; slots: number } {
-  const roster = Roster.create({ capacity: 2 });
-  const member = roster.join();
-  const t = ShmTable.create({ capacity: kFill, maxKeyBytes: kMaxKeyBytes, valueWords: kValueWords, tableId: 2, seed: s.t.seed }, roster);
-  const { live } = s;
-  for (let i = 0; i < kFill; i++) {
-    const slot = t.claim(live.words[i]!, live.lengths[i]!, live.hashes[i]!, member);
-    if (slot < 0) throw new Error('full-capacity table: full while filling');
-    t.i32[t.valueIndex(slot)] = i;
-    t.publish(slot, member);
-  }
-  const problems = t.verify();
-  if (problems.length > 0) throw new Error(`full-capacity table: ${problems[0]}`);
-  return { ...measureLookups(t, s.m, live, s.order), byteLength: t.byteLength, slots: t.slots };
+  const { member, t } = createTable(2, kFill, s.t.seed);
+  insertKeys(t, member, s.live, kFill);
+  verifyTable(t, 'after filling the full-capacity table');
+  return { ...measureLookups(t, s.m, s.live, s.order), byteLength: t.byteLength, slots: t.slots };
 }
 
 /** Informational: the same single key, so nothing misses the cache. */

@@ -82,12 +82,29 @@ export function measureLookups(t: ShmTable, m: Map<string, number>, keys: Prepar
   return { table: summarize(tableRuns), map: summarize(mapRuns) };
 }
 
-/** A table of the benchmark's dimensions, its roster having room for `members`. */
-export function createTable(members: number): { roster: Roster; member: RosterMember; t: ShmTable } {
+/**
+ * A table of the benchmark's dimensions (or `capacity` rows, hashing with `seed` so that prepared
+ * keys of another table fit it), its roster having room for `members`.
+ */
+export function createTable(members: number, capacity = kTableCapacity, seed?: number): { roster: Roster; member: RosterMember; t: ShmTable } {
   const roster = Roster.create({ capacity: members });
   const member = roster.join();
-  const t = ShmTable.create({ capacity: kTableCapacity, maxKeyBytes: kMaxKeyBytes, valueWords: kValueWords, tableId: 1 }, roster);
+  const t = ShmTable.create({ capacity, maxKeyBytes: kMaxKeyBytes, valueWords: kValueWords, tableId: 1, ...(seed === undefined ? {} : { seed }) }, roster);
   return { roster, member, t };
+}
+
+/** Inserts every prepared key, value = its index; returns each row's slot and ctl. */
+export function insertKeys(t: ShmTable, member: RosterMember, keys: PreparedKeys, count: number): { slots: Int32Array; ctls: Int32Array } {
+  const slots = new Int32Array(count);
+  const ctls = new Int32Array(count);
+  for (let i = 0; i < count; i++) {
+    const slot = t.claim(keys.words[i], keys.lengths[i], keys.hashes[i], member);
+    if (slot < 0) throw new Error('table full while filling');
+    t.i32[t.valueIndex(slot)] = i;
+    ctls[i] = t.publish(slot, member);
+    slots[i] = slot;
+  }
+  return { slots, ctls };
 }
 
 /** Fills `t` with keys 0..kFill-1, value = key number; returns the keys and each row's slot and ctl. */
@@ -95,16 +112,7 @@ export function fillTable(t: ShmTable, member: RosterMember): { liveStrings: str
   const liveStrings: string[] = [];
   for (let c = 0; c < kFill; c++) liveStrings.push(keyString(c));
   const live = prepareKeys(t, liveStrings, kMaxKeyBytes);
-  const slots = new Int32Array(kFill);
-  const ctls = new Int32Array(kFill);
-  for (let i = 0; i < kFill; i++) {
-    const slot = t.claim(live.words[i], live.lengths[i], live.hashes[i], member);
-    if (slot < 0) throw new Error('table full while filling');
-    t.i32[t.valueIndex(slot)] = i;
-    ctls[i] = t.publish(slot, member);
-    slots[i] = slot;
-  }
-  return { liveStrings, live, slots, ctls };
+  return { liveStrings, live, ...insertKeys(t, member, live, kFill) };
 }
 
 /** A table filled to 50% with keys 0..kFill-1, the same strings in a Map, and the state the phases share. */

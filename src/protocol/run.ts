@@ -28,10 +28,6 @@ export abstract class PendingResult {
   abstract resolved(value: unknown): unknown;
   /** The result for a rejection; may throw, or return a promise of it, as a handler may. */
   abstract rejected(error: unknown): unknown;
-  /** The same as a plain promise, for callers that chain it further themselves. */
-  toPromise(): Promise<unknown> {
-    return this.promise.then((value) => this.resolved(value), (error: unknown) => this.rejected(error));
-  }
 }
 
 /** One entry of an era's method table. */
@@ -163,15 +159,22 @@ export class Run implements Running, ContextHost {
       this.fail(error);
       return;
     }
-    if (out instanceof Promise) {
+    if (out instanceof Promise || out instanceof PendingResult) {
       this.#host.running.add(this); // armed at the end of this turn if still running (`arm`)
-      out.then((result) => this.#succeed(result as Record<string, unknown>), (error) => this.fail(error));
-    } else if (out instanceof PendingResult) {
-      this.#host.running.add(this);
-      out.promise.then((value) => this.#settle(out, value, true), (error) => this.#settle(out, error, false));
+      this.#take(out);
     } else {
       this.#succeed(out as Record<string, unknown>);
     }
+  }
+
+  /**
+   * What a handler, a promise of it or a pending result's step produced: the result, or one still
+   * to come (a promise may also resolve to a `PendingResult`, as tools/call's after an async check).
+   */
+  #take(out: unknown): void {
+    if (out instanceof Promise) out.then((value) => this.#take(value), (error) => this.fail(error));
+    else if (out instanceof PendingResult) out.promise.then((value) => this.#settle(out, value, true), (error) => this.#settle(out, error, false));
+    else this.#succeed(out as Record<string, unknown>);
   }
 
   /** A `PendingResult` settled: its step makes the result (or throws, as a handler may). */
@@ -183,8 +186,7 @@ export class Run implements Running, ContextHost {
       this.fail(error);
       return;
     }
-    if (result instanceof Promise) result.then((r) => this.#succeed(r as Record<string, unknown>), (error) => this.fail(error));
-    else this.#succeed(result as Record<string, unknown>);
+    this.#take(result);
   }
 
   /**

@@ -144,6 +144,14 @@ describe('refusals', () => {
     expect(t.config.registry.counters().inFlight).toBe(0);
   });
 
+  it('an async Standard Schema, then an async tool: the parsed value reaches the tool, its result the client', async () => {
+    const reply = new FakeReply();
+    t.engine.handleRequest(1, 'tools/call', { name: 'checked_async', arguments: { text: 'hi' } }, info('legacy'), reply);
+    await tick();
+    expect(reply.response).toEqual({ jsonrpc: '2.0', id: 1, result: { content: [{ type: 'text', text: 'checked hi' }] } });
+    expect(reply.calls).toEqual(['respond', 'released']);
+  });
+
   it('a full in-flight table: busy, then released; nothing started', () => {
     t = makeEngine({ registry: { inFlightCapacity: 1 } });
     const first = new FakeReply();

@@ -41,6 +41,13 @@ export const kTools = [
     outputSchema: { type: 'object', properties: { n: { type: 'number' } }, required: ['n'] },
     handler: async () => ({ n: 'not a number' }),
   }),
+  // An async Standard Schema (its validate returns a promise), then an async handler: two awaits in one call.
+  defineTool({
+    name: 'checked_async', description: 'Checks asynchronously, then answers asynchronously.',
+    inputSchema: { '~standard': { version: 1, vendor: 'test', validate: async (v: unknown) => ({ value: { text: `checked ${String((v as { text?: unknown }).text)}` } }) } },
+    jsonSchema: { input: { type: 'object', properties: { text: { type: 'string' } } } },
+    handler: async (a: { text: string }) => a.text,
+  }),
   definePrompt({ name: 'greet', arguments: [{ name: 'who', required: true }], get: (args) => `hello ${args.who}` }),
   definePrompt({ name: 'broken', get: () => { throw new Error('prompt bug'); } }),
   defineResource({ uri: 'test://fixed', name: 'fixed', mimeType: 'text/plain', read: () => 'contents' }),

@@ -16,7 +16,8 @@ const kCheckedArguments = Symbol('sluice.checkedArguments');
 
 /** A tool's result, an input-required round, or a task's create result. */
 type Outcome = CallToolResult | InputRequired | Record<string, unknown>;
-type CallResult = Outcome | Promise<Outcome> | PendingResult;
+// A promise here may resolve to a PendingResult (an async check, then an async tool): the run takes either.
+type CallResult = Outcome | PendingResult | Promise<Outcome | PendingResult>;
 
 /**
  * tools/list and tools/call, for both eras. The legacy list names each tool's `execution.taskSupport`
@@ -66,11 +67,7 @@ class ToolMethods {
     const checked = (params as Record<symbol, unknown>)[kCheckedArguments] as Record<string, unknown> | undefined ?? checkArguments(tool, args as Record<string, unknown>);
     if (checked instanceof Refusal) return checked.result();
     if (checked instanceof Promise) {
-      return checked.then((value) => {
-        if (value instanceof Refusal) return value.result();
-        const out = this.call(run, { ...params, [kCheckedArguments]: value });
-        return out instanceof PendingResult ? out.toPromise() as Promise<Outcome> : out;
-      });
+      return checked.then((value) => value instanceof Refusal ? value.result() : this.call(run, { ...params, [kCheckedArguments]: value }));
     }
     if (asTask) return this.#tasks.start(run, tool, tool.pool === true ? args as Record<string, unknown> : checked, params, input);
     const sink = run.progressSink(params);
