@@ -30,7 +30,7 @@ import { threadEntry } from '../thread-entry.js';
 import type { FromHttpWorker, HttpWorkerData, ToHttpWorker } from '../worker/messages.js';
 import type { ClusterNode } from './cluster-node.js';
 import { chooseAdapter } from './adapter-choice.js';
-import { checkPortFree, freePort } from './port.js';
+import { checkPortFree, freePort, listenersOn } from './port.js';
 
 /** How many picked ports (port 0) the first HTTP worker tries before the start fails. */
 const kFreePortAttempts = 4;
@@ -245,6 +245,11 @@ class SluiceServer implements Server {
           sessionDirectory: this.#sessionHost,
           ...(this.#cluster === undefined ? {} : this.#inProcessCluster(this.#cluster)),
         }, adapter);
+        const bound = this.#runtime.listening.port;
+        // uWS binds with SO_REUSEPORT: an explicit port another server bound since the probe is shared (see listenersOn).
+        if ((listenersOn(options.host, bound) ?? 1) > 1) {
+          throw new SluiceError('port_in_use', `cannot listen on ${options.host}:${bound}: another process bound the port (SO_REUSEPORT) while this server was starting`);
+        }
       } catch (error) {
         await this.close();
         throw error;
@@ -258,7 +263,7 @@ class SluiceServer implements Server {
       try {
         if (options.port !== 0) {
           await checkPortFree(options.host, options.port);
-          port = await this.#spawn(adapter, options.port);
+          port = await this.#spawn(adapter, options.port, true);
         } else {
           port = await this.#spawnOnFreePort(adapter, options.host);
         }
@@ -276,28 +281,28 @@ class SluiceServer implements Server {
   /**
    * The first HTTP worker on a port picked for it (port 0). The pick is free when probed, but
    * another process may bind it before the worker does (tests starting servers in parallel do):
-   * a listen failure then means "pick again", a few times, rather than a failed start. Not covered:
-   * another SO_REUSEPORT server (uWS, another Sluice) whose own probe got the same port in the same
-   * window binds it beside ours without an error, and the two share its connections.
+   * a listen failure then means "pick again", a few times, rather than a failed start. So does a
+   * port that the worker, once listening, finds shared with another SO_REUSEPORT socket (another
+   * server whose own probe got the same port in the same window: listenersOn).
    */
   async #spawnOnFreePort(adapter: AdapterKind, host: string): Promise<number> {
     for (let attempt = 1; ; attempt++) {
       const port = await freePort(host);
       try {
-        return await this.#spawn(adapter, port);
+        return await this.#spawn(adapter, port, true);
       } catch (error) {
-        if (attempt >= kFreePortAttempts || !(error instanceof SluiceError) || error.code !== 'listen_failed') throw error;
-        this.#log('info', `sluice: port ${port} was taken before the HTTP worker could listen on it; picking another`);
+        if (attempt >= kFreePortAttempts || !(error instanceof SluiceError) || (error.code !== 'listen_failed' && error.code !== 'port_in_use')) throw error;
+        this.#log('info', `sluice: port ${port} was taken before the HTTP worker could listen on it alone; picking another`);
       }
     }
   }
 
-  /** Starts one HTTP worker on `port`; resolves with the port it listens on. */
-  #spawn(adapter: AdapterKind, port: number): Promise<number> {
+  /** Starts one HTTP worker on `port` (`firstOnPort`: see HttpWorkerData); resolves with the port it listens on. */
+  #spawn(adapter: AdapterKind, port: number, firstOnPort = false): Promise<number> {
     // The worker's end of its task store channel travels with its workerData; ours is served here.
     const channel = this.#taskHost === undefined ? undefined : new MessageChannel();
     const sessionChannel = this.#sessionHost === undefined ? undefined : new MessageChannel();
-    const data: HttpWorkerData = { shared: this.#shared, options: this.#options, toolsModule: this.#toolsModule!, adapter, port, tasks: channel?.port2, sessionDirectory: sessionChannel?.port2 };
+    const data: HttpWorkerData = { shared: this.#shared, options: this.#options, toolsModule: this.#toolsModule!, adapter, port, firstOnPort, tasks: channel?.port2, sessionDirectory: sessionChannel?.port2 };
     let worker: Worker;
     try {
       const transferList = [channel?.port2, sessionChannel?.port2].filter((p) => p !== undefined);
@@ -359,7 +364,8 @@ class SluiceServer implements Server {
         break;
       case 'failed':
         // The tools module not loading is the user's to fix, not a listen failure: say so as it is.
-        reject(message.code === 'tools_module_failed' ? new SluiceError('tools_module_failed', message.message) : new SluiceError('listen_failed', `HTTP worker failed to start: ${message.message}`));
+        // A port another process took while we started is port_in_use, as when the probe sees it.
+        reject(message.code === 'tools_module_failed' || message.code === 'port_in_use' ? new SluiceError(message.code, message.message) : new SluiceError('listen_failed', `HTTP worker failed to start: ${message.message}`));
         break;
       case 'event':
         channel(message.channel).publish(message.message);

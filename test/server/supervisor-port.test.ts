@@ -11,7 +11,9 @@ import type { Server } from '../../src/index.js';
 import { post } from '../helpers/http.js';
 import { kToolsModule, modernMeta } from '../helpers/server.js';
 import { cleanupAfterEach } from '../helpers/cleanup.js';
-import { adapterCases } from '../helpers/adapters.js';
+import { adapterCases, kNodeReusePort, kUwsLoads } from '../helpers/adapters.js';
+import { listenersOn } from '../../src/supervisor/port.js';
+import { loadUws } from '../../src/transport/http/uws/load.js';
 
 const kBin = fileURLToPath(new URL('../../bin/sluice.js', import.meta.url));
 const cleanup = cleanupAfterEach();
@@ -74,5 +76,94 @@ describe('a port held by another server', () => {
     expect(code, stderr).toBe(1);
     expect(stderr).toContain(`cannot listen on 127.0.0.1:${port}: the port is already in use by another process (EADDRINUSE)`);
     expect(stderr).not.toContain('serving');
+  });
+});
+
+/** A listener on host:port that shares it (SO_REUSEPORT): raw uWS where it loads, else node:net's reusePort. */
+async function sharingListener(host: string, port: number): Promise<void> {
+  if (kUwsLoads) {
+    const uws = loadUws();
+    const app = uws.App().any('/*', (res) => { res.end('foreign'); });
+    const socket = await new Promise<unknown>((resolve) => app.listen(host, port, resolve));
+    expect(socket).toBeTruthy();
+    cleanup(() => { uws.us_listen_socket_close(socket as never); });
+    return;
+  }
+  const holder = createNetServer((c) => c.destroy());
+  await new Promise<void>((resolve, reject) => {
+    holder.once('error', reject);
+    holder.listen({ host, port, reusePort: true } as Parameters<NetServer['listen']>[0], () => resolve());
+  });
+  cleanup(() => new Promise<void>((resolve) => holder.close(() => resolve())));
+}
+
+const kCanShare = kUwsLoads || kNodeReusePort;
+
+describe('listenersOn: the listening sockets on one address, from /proc/net/tcp{,6}', () => {
+  it('counts a plain listener, not one on another address or port, and nothing for a host name', async () => {
+    const { port } = await holdPort();
+    expect(listenersOn('127.0.0.1', port)).toBe(1);
+    expect(listenersOn('127.0.0.2', port)).toBe(0);
+    expect(listenersOn('::1', port)).toBe(0);
+    expect(listenersOn('127.0.0.1', port === 65535 ? 1 : port + 1)).toBe(0);
+    expect(listenersOn('localhost', port)).toBeUndefined();
+  });
+
+  it('reads IPv6 literals in every spelling', async () => {
+    const holder = createNetServer((c) => c.destroy());
+    await new Promise<void>((resolve) => holder.listen(0, '::1', resolve));
+    cleanup(() => new Promise<void>((resolve) => holder.close(() => resolve())));
+    const { port } = holder.address() as { port: number };
+    expect(listenersOn('::1', port)).toBe(1);
+    expect(listenersOn('0:0:0:0:0:0:0:1', port)).toBe(1);
+    expect(listenersOn('::', port)).toBe(0);
+    expect(listenersOn('127.0.0.1', port)).toBe(0);
+  });
+
+  it.runIf(kCanShare)('counts every socket sharing a port through SO_REUSEPORT', async () => {
+    const { port, holder } = await holdPort();
+    await new Promise<void>((resolve) => holder.close(() => resolve()));
+    await sharingListener('127.0.0.1', port);
+    expect(listenersOn('127.0.0.1', port)).toBe(1);
+    await sharingListener('127.0.0.1', port);
+    expect(listenersOn('127.0.0.1', port)).toBe(2);
+  });
+});
+
+describe('a server that binds the port while this one starts', () => {
+  // The probe before the first worker sees a free port; the other server binds it (SO_REUSEPORT)
+  // before or while our worker does. Sharing it silently would split the traffic.
+  it.each(adapterCases('two servers started together on one port never both serve it', [
+    // In-process servers are left out: their probe and listen are too close together for this
+    // test to put the other server's bind between them (it passes with or without the check).
+    { http: 'uws' as const, workers: 1 },
+    ...(kNodeReusePort ? [{ http: 'node' as const, workers: 2 }] : []),
+  ]))('$http: two servers started together on one port never both serve it', async ({ http, workers }) => {
+    for (let round = 0; round < 3; round++) {
+      const { port, holder } = await holdPort();
+      await new Promise<void>((resolve) => holder.close(() => resolve()));
+      const a = server({ port, http, workers });
+      const b = server({ port, http, workers });
+      const first = a.listen();
+      // b's probe runs once a's is done and before a's worker listens (it loads its tools module).
+      // In-process, the gap between a's probe and its listen is shorter: b starts a turn after a.
+      await new Promise((r) => setTimeout(r, 15));
+      const results = await Promise.allSettled([first, b.listen()]);
+      const served = results.filter((r) => r.status === 'fulfilled');
+      expect(served.length, JSON.stringify(results.map((r) => (r.status === 'rejected' ? String(r.reason) : 'served')))).toBeLessThanOrEqual(1);
+      for (const r of results) if (r.status === 'rejected') expect(r.reason).toMatchObject({ code: 'port_in_use' });
+      expect(listenersOn('127.0.0.1', port)).toBe(served.length === 1 ? workers : 0);
+      if (served.length === 1) for (let i = 0; i < 4; i++) expect(await echoes(`http://127.0.0.1:${port}/mcp`)).toBe(true);
+      await Promise.all([a.close(), b.close()]);
+    }
+  });
+
+  it.runIf(kCanShare)('six servers started at once on port 0 each end up alone on their port', async () => {
+    // Their probes may hand two of them one port; the one that counts a second listener picks again.
+    const servers = Array.from({ length: 6 }, () => server({ port: 0, http: kUwsLoads ? 'uws' : 'node', workers: kUwsLoads ? 1 : 2 }));
+    const addresses = await Promise.all(servers.map((s) => s.listen()));
+    const ports = addresses.map((a) => a.port);
+    expect(new Set(ports).size).toBe(ports.length);
+    for (const p of ports) expect(listenersOn('127.0.0.1', p)).toBe(kUwsLoads ? 1 : 2);
   });
 });
