@@ -70,22 +70,31 @@ function benchTable(): TableResults & { limits: LimitResults } {
  * `--smoke` (npm run bench:smoke, in CI): the bookkeeping and insert+delete phases, each against its
  * Map in the same run, failing only on a gross regression. The floors sit well away from the measured
  * figures (bookkeeping 0.38–0.43× the Map's time, insert+delete 1.40–1.94× its rate, quiet Intel VM
- * and noisy AMD VM, 2026-12-02), since smoke runs on whatever CI gives it.
+ * and noisy AMD VM, 2026-12-02), since smoke runs on whatever CI gives it; and a figure fails only
+ * when it misses its floor in every one of kSmokeAttempts attempts.
  */
 const kSmokeFloors = { bookkeepingVsMapAtMost: 0.6, insertDeleteVsMapAtLeast: 1.1 };
 
+/** Smoke attempts: a figure fails only when every attempt misses its floor (noisy shared VMs). */
+const kSmokeAttempts = 3;
+
 function smoke(): void {
-  const rr = benchRegistry();
-  const bookkeeping = rr.registryNs.median / rr.mapNs.median;
-  const s = setupTable();
-  const id = insertDeletePhase(s);
-  verifyTable(s.t, 'after insert+delete');
-  const insertDelete = id.table.median / id.map.median;
-  console.log(`bench:smoke registry: track+untrack+clear ${rr.registryNs.median.toFixed(0)} ns = ${bookkeeping.toFixed(2)}× the Map's (floor: at most ${kSmokeFloors.bookkeepingVsMapAtMost}×); insert+delete ${insertDelete.toFixed(2)}× the Map's rate (floor: at least ${kSmokeFloors.insertDeleteVsMapAtLeast}×)`);
-  if (!(bookkeeping <= kSmokeFloors.bookkeepingVsMapAtMost) || !(insertDelete >= kSmokeFloors.insertDeleteVsMapAtLeast)) {
-    console.error('bench:smoke registry: below a floor');
-    process.exitCode = 1;
+  let bestBookkeeping = Infinity;
+  let bestInsertDelete = 0;
+  for (let attempt = 1; attempt <= kSmokeAttempts; attempt++) {
+    const rr = benchRegistry();
+    const bookkeeping = rr.registryNs.median / rr.mapNs.median;
+    const s = setupTable();
+    const id = insertDeletePhase(s);
+    verifyTable(s.t, 'after insert+delete');
+    const insertDelete = id.table.median / id.map.median;
+    console.log(`bench:smoke registry (attempt ${attempt}): track+untrack+clear ${rr.registryNs.median.toFixed(0)} ns = ${bookkeeping.toFixed(2)}× the Map's (floor: at most ${kSmokeFloors.bookkeepingVsMapAtMost}×); insert+delete ${insertDelete.toFixed(2)}× the Map's rate (floor: at least ${kSmokeFloors.insertDeleteVsMapAtLeast}×)`);
+    bestBookkeeping = Math.min(bestBookkeeping, bookkeeping);
+    bestInsertDelete = Math.max(bestInsertDelete, insertDelete);
+    if (bestBookkeeping <= kSmokeFloors.bookkeepingVsMapAtMost && bestInsertDelete >= kSmokeFloors.insertDeleteVsMapAtLeast) return;
   }
+  console.error(`bench:smoke registry: below a floor in all ${kSmokeAttempts} attempts (best: bookkeeping ${bestBookkeeping.toFixed(2)}×, insert+delete ${bestInsertDelete.toFixed(2)}×)`);
+  process.exitCode = 1;
 }
 
 function usage(): string {
