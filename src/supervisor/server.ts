@@ -30,7 +30,8 @@ import { threadEntry } from '../thread-entry.js';
 import type { FromHttpWorker, HttpWorkerData, ToHttpWorker } from '../worker/messages.js';
 import type { ClusterNode } from './cluster-node.js';
 import { chooseAdapter } from './adapter-choice.js';
-import { checkPortFree, freePort, listenersOn } from './port.js';
+import { checkPortFree, freePort } from './port.js';
+import { listenersOn } from '../transport/http/shared-port.js';
 
 /** How many picked ports (port 0) the first HTTP worker tries before the start fails. */
 const kFreePortAttempts = 4;

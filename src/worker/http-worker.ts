@@ -10,7 +10,7 @@ import { SluiceError } from '../errors.js';
 import type { Authenticate } from '../transport/http/endpoint.js';
 import type { TokenVerifierFunction } from '../auth/contract.js';
 import { startRuntime } from '../server/http-runtime.js';
-import { listenersOn } from '../supervisor/port.js';
+import { listenersOn } from '../transport/http/shared-port.js';
 import { filterLog } from '../server/options.js';
 import { TaskStoreClient } from '../tasks/remote-store.js';
 import type { FromHttpWorker, HttpWorkerData, ToHttpWorker } from './messages.js';

@@ -12,7 +12,7 @@ import { post } from '../helpers/http.js';
 import { kToolsModule, modernMeta } from '../helpers/server.js';
 import { cleanupAfterEach } from '../helpers/cleanup.js';
 import { adapterCases, kNodeReusePort, kUwsLoads } from '../helpers/adapters.js';
-import { listenersOn } from '../../src/supervisor/port.js';
+import { listenersOn } from '../../src/transport/http/shared-port.js';
 import { loadUws } from '../../src/transport/http/uws/load.js';
 
 const kBin = fileURLToPath(new URL('../../bin/sluice.js', import.meta.url));
