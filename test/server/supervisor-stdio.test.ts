@@ -130,10 +130,14 @@ describe('serveStdioServer({ signal })', () => {
     const aborted = Date.now();
     shutdown.abort();
     send({ jsonrpc: '2.0', id: 3, method: 'ping' }); // after the abort: not read any more
-    await within(done, 3_000, 'serveStdioServer to resolve');
+    await within(done, 4_000, 'serveStdioServer to resolve');
     const tookMs = Date.now() - aborted;
     expect(tookMs).toBeGreaterThanOrEqual(350);
-    expect(tookMs).toBeLessThan(1_500);
+    // Alone this takes 440–500 ms (the 400 ms grace, then the cancel); on a slow 2-core VM running
+    // three test files at once, 1.9 s was seen (Node 24). The bound says "soon after the grace";
+    // that the rest was cancelled, not waited for, is the recorded reason below (watch_cancel never
+    // ends by itself).
+    expect(tookMs).toBeLessThan(2_500);
     expect(lines.find((l) => l.id === 1)).toMatchObject({ result: { structuredContent: { finished: true } } });
     expect(lines.some((l) => l.id === 2 || l.id === 3)).toBe(false);
     // The tool saw the cancel by polling and through its signal, with the shutdown's reason.
