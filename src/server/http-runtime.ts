@@ -11,6 +11,8 @@ import type { AdapterOptions, AdapterKind, Listening } from '../transport/http/a
 import type { Authenticate } from '../transport/http/endpoint.js';
 import { listenNode } from '../transport/http/node/adapter.js';
 import { listenUws } from '../transport/http/uws/adapter.js';
+import { listenersOn } from '../transport/http/shared-port.js';
+import { SluiceError } from '../errors.js';
 import { AuthGate } from '../auth/gate.js';
 import type { TokenVerifierFunction } from '../auth/contract.js';
 import { createEngine } from './assembly.js';
@@ -37,6 +39,12 @@ export interface RuntimeInput extends EngineInput {
   readonly verifyToken?: TokenVerifierFunction | undefined;
   /** The port to listen on (the supervisor pins every worker to the first one's port). */
   readonly port: number;
+  /**
+   * The first listener on its port (in-process, or the first HTTP worker): it must be alone there
+   * once it listens, else it closes and fails with port_in_use (see listenersOn). Later workers
+   * share the port with their siblings on purpose.
+   */
+  readonly firstOnPort: boolean;
   /** Cluster mode: the session directory (a port client in a worker, the supervisor's host in-process). */
   readonly sessionDirectory?: SessionDirectoryAccess | undefined;
 }
@@ -80,7 +88,7 @@ export async function startRuntime(input: RuntimeInput, adapter: AdapterKind): P
     handler: (ex) => endpoint.handle(ex),
   };
   const listening = adapter === 'uws' ? await listenUws(adapterOptions) : await listenNode(adapterOptions);
-  return {
+  const runtime: Runtime = {
     listening,
     engine,
     registry,
@@ -102,6 +110,13 @@ export async function startRuntime(input: RuntimeInput, adapter: AdapterKind): P
     },
     closePool: async () => { await pool?.close(); },
   };
+  if (input.firstOnPort && (listenersOn(options.host, listening.port) ?? 1) > 1) {
+    // Another SO_REUSEPORT server bound the port after the supervisor's probe: sharing it would
+    // split the traffic between two servers. Give it up (port 0: the supervisor picks again).
+    await runtime.close(0);
+    throw new SluiceError('port_in_use', `cannot listen on ${options.host}:${listening.port}: another process bound the port (SO_REUSEPORT) while this server was starting`);
+  }
+  return runtime;
 }
 
 /** Whether the server is bound to loopback only (then only loopback Host names are served). */

@@ -34,4 +34,3 @@ export function checkPortFree(host: string, port: number): Promise<void> {
     probe.listen({ port, host, exclusive: true }, () => { probe.close(() => resolve()); });
   });
 }
-

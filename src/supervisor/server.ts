@@ -31,7 +31,6 @@ import type { FromHttpWorker, HttpWorkerData, ToHttpWorker } from '../worker/mes
 import type { ClusterNode } from './cluster-node.js';
 import { chooseAdapter } from './adapter-choice.js';
 import { checkPortFree, freePort } from './port.js';
-import { listenersOn } from '../transport/http/shared-port.js';
 
 /** How many picked ports (port 0) the first HTTP worker tries before the start fails. */
 const kFreePortAttempts = 4;
@@ -241,16 +240,11 @@ class SluiceServer implements Server {
       try {
         if (options.port !== 0) await checkPortFree(options.host, options.port);
         this.#runtime = await startRuntime({
-          shared: this.#shared, options, catalog: this.#catalog, toolsModule: undefined, authenticate: this.#raw.authenticate, verifyToken: verifyOption(this.#raw.auth), port: options.port, log: this.#log,
+          shared: this.#shared, options, catalog: this.#catalog, toolsModule: undefined, authenticate: this.#raw.authenticate, verifyToken: verifyOption(this.#raw.auth), port: options.port, firstOnPort: true, log: this.#log,
           tasks: this.#taskStore === undefined || options.tasks === false ? undefined : { store: this.#taskStore, limits: options.tasks.limits, runner: this.#runnerId(mainThreadId) },
           sessionDirectory: this.#sessionHost,
           ...(this.#cluster === undefined ? {} : this.#inProcessCluster(this.#cluster)),
         }, adapter);
-        const bound = this.#runtime.listening.port;
-        // uWS binds with SO_REUSEPORT: an explicit port another server bound since the probe is shared (see listenersOn).
-        if ((listenersOn(options.host, bound) ?? 1) > 1) {
-          throw new SluiceError('port_in_use', `cannot listen on ${options.host}:${bound}: another process bound the port (SO_REUSEPORT) while this server was starting`);
-        }
       } catch (error) {
         await this.close();
         throw error;

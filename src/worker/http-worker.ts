@@ -10,7 +10,6 @@ import { SluiceError } from '../errors.js';
 import type { Authenticate } from '../transport/http/endpoint.js';
 import type { TokenVerifierFunction } from '../auth/contract.js';
 import { startRuntime } from '../server/http-runtime.js';
-import { listenersOn } from '../transport/http/shared-port.js';
 import { filterLog } from '../server/options.js';
 import { TaskStoreClient } from '../tasks/remote-store.js';
 import type { FromHttpWorker, HttpWorkerData, ToHttpWorker } from './messages.js';
@@ -68,6 +67,7 @@ export async function runHttpWorker(): Promise<void> {
       authenticate,
       verifyToken,
       port: data.port,
+      firstOnPort: data.firstOnPort,
       log,
       forwardResponse: (target, response, scope, node) => send({ type: 'response', target, response, scope, node }),
       // Only in cluster mode: a single node has nowhere else to send a cancel that missed.
@@ -78,12 +78,6 @@ export async function runHttpWorker(): Promise<void> {
       tasks,
       sessionDirectory: sessionClient,
     }, data.adapter);
-    if (data.firstOnPort && (listenersOn(data.options.host, runtime.listening.port) ?? 1) > 1) {
-      // Another SO_REUSEPORT server bound the port after the supervisor's probe: sharing it would
-      // split the traffic between two servers. Give the port up (port 0: the supervisor picks again).
-      await runtime.close(0);
-      throw new SluiceError('port_in_use', `cannot listen on ${data.options.host}:${runtime.listening.port}: another process bound the port (SO_REUSEPORT) while this server was starting`);
-    }
     // A thread that ends with uWS sockets open aborts the whole process: on a crash (an error no
     // one caught, a rejection no one handled) close every socket first, then end this thread only.
     let crashed = false;

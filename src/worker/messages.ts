@@ -17,7 +17,7 @@ export interface HttpWorkerData {
   readonly toolsModule: string;
   readonly adapter: AdapterKind;
   readonly port: number;
-  /** The first HTTP worker on its port: it checks that no other process's socket shares the port (listenersOn). */
+  /** The first HTTP worker on its port (RuntimeInput.firstOnPort). */
   readonly firstOnPort: boolean;
   /** This worker's end of the channel to the supervisor's task store (transferred); absent when tasks are off. */
   readonly tasks?: MessagePort | undefined;

@@ -11,7 +11,7 @@ import type { Server } from '../../src/index.js';
 import { post } from '../helpers/http.js';
 import { kToolsModule, modernMeta } from '../helpers/server.js';
 import { cleanupAfterEach } from '../helpers/cleanup.js';
-import { adapterCases, kNodeReusePort, kUwsLoads } from '../helpers/adapters.js';
+import { adapterCases, kNodeReusePort, kNoReusePortReason, kUwsLoads, skipNote } from '../helpers/adapters.js';
 import { listenersOn } from '../../src/transport/http/shared-port.js';
 import { loadUws } from '../../src/transport/http/uws/load.js';
 
@@ -97,7 +97,9 @@ async function sharingListener(host: string, port: number): Promise<void> {
   cleanup(() => new Promise<void>((resolve) => holder.close(() => resolve())));
 }
 
+/** Whether this Node can bind a port twice (uWS, or node:http's reusePort). */
 const kCanShare = kUwsLoads || kNodeReusePort;
+const kCanShareNote = skipNote(kCanShare, `neither uWS nor reusePort here: ${kNoReusePortReason}`);
 
 describe('listenersOn: the listening sockets on one address, from /proc/net/tcp{,6}', () => {
   it('counts a plain listener, not one on another address or port, and nothing for a host name', async () => {
@@ -120,7 +122,7 @@ describe('listenersOn: the listening sockets on one address, from /proc/net/tcp{
     expect(listenersOn('127.0.0.1', port)).toBe(0);
   });
 
-  it.runIf(kCanShare)('counts every socket sharing a port through SO_REUSEPORT', async () => {
+  it.runIf(kCanShare)(`counts every socket sharing a port through SO_REUSEPORT${kCanShareNote}`, async () => {
     const { port, holder } = await holdPort();
     await new Promise<void>((resolve) => holder.close(() => resolve()));
     await sharingListener('127.0.0.1', port);
@@ -146,7 +148,6 @@ describe('a server that binds the port while this one starts', () => {
       const b = server({ port, http, workers });
       const first = a.listen();
       // b's probe runs once a's is done and before a's worker listens (it loads its tools module).
-      // In-process, the gap between a's probe and its listen is shorter: b starts a turn after a.
       await new Promise((r) => setTimeout(r, 15));
       const results = await Promise.allSettled([first, b.listen()]);
       const served = results.filter((r) => r.status === 'fulfilled');
@@ -158,7 +159,7 @@ describe('a server that binds the port while this one starts', () => {
     }
   });
 
-  it.runIf(kCanShare)('six servers started at once on port 0 each end up alone on their port', async () => {
+  it.runIf(kCanShare)(`six servers started at once on port 0 each end up alone on their port${kCanShareNote}`, async () => {
     // Their probes may hand two of them one port; the one that counts a second listener picks again.
     const servers = Array.from({ length: 6 }, () => server({ port: 0, http: kUwsLoads ? 'uws' : 'node', workers: kUwsLoads ? 1 : 2 }));
     const addresses = await Promise.all(servers.map((s) => s.listen()));

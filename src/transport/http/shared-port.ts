@@ -15,10 +15,11 @@ const kProcListen = '0A';
  * /proc/net/tcp (IPv4) or /proc/net/tcp6 (IPv6). Undefined where that cannot be known: `host` is
  * not an IP literal, or the file is not there (not Linux).
  *
- * Why: the supervisor probes a port (checkPortFree) before its first HTTP worker binds it, so a
- * second SO_REUSEPORT server that binds in between (two servers starting together, or both given
- * the same picked port) shares the port without any error. Counted right after the first worker listens, more than one listener on
- * its address means the port is shared. Whichever of two servers counts last sees both.
+ * Why: the supervisor probes a port (checkPortFree) before its first listener binds it, so a second
+ * SO_REUSEPORT server that binds in between (two servers starting together, or both given the same
+ * picked port) shares the port without any error. Counted right after the first listener is up,
+ * more than one listener on its address means the port is shared; whichever of two servers counts
+ * last sees both.
  */
 export function listenersOn(host: string, port: number): number | undefined {
   const address = procAddress(host);
