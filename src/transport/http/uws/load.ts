@@ -41,7 +41,7 @@ export interface UwsSource {
   /** The npm package name it was loaded from. */
   readonly packageName: string;
   readonly version: string;
-  /** Whether it is the official uWebSockets.js (installed from GitHub) or the packaged npm republish. */
+  /** Whether it is the official uWebSockets.js (installed from GitHub) or an npm build of it. */
   readonly official: boolean;
   /** The native binary that was loaded. */
   readonly file: string;
@@ -54,26 +54,53 @@ export interface LoadedUws {
   readonly source: UwsSource;
   /**
    * Why the official uWebSockets.js, when it is installed, was not used (its binary did not load
-   * for this Node/OS): the packaged binding serves instead. Undefined when it was not installed or
-   * was used.
+   * for this Node/OS): an npm build serves instead. Undefined when it was not installed or was used.
    */
   readonly officialSkipped: string | undefined;
+  /** Why each candidate tried before the one that serves did not (not installed, no binary for this ABI, did not load). */
+  readonly skipped: readonly string[];
 }
 
 /** The official package's name (it is not on the npm registry: users install it from GitHub). */
 export const kOfficialPackage = 'uWebSockets.js';
-/** The npm republish this project depends on (native binaries for ABI 93/108/115 only). */
+/**
+ * The npm build of uWS v20.57 with binaries for ABI 115/127/137/141 (Node 20/22/24/25), linked
+ * against glibc 2.38: it loads on current distributions (Debian 13, Ubuntu 24.04), not on Debian 12.
+ * An optional dependency; docs/deployment.md says what was checked before taking it.
+ */
+export const kCurrentBuildPackage = '@btc-vision/uwebsockets.js';
+/** The npm republish of uWS v20.30 (native binaries for ABI 93/108/115 only, any glibc this project runs on). */
 export const kPackagedPackage = '@trufflesuite/uws-js-unofficial';
+
+/** A package that may hold a native uWS binding, and where its binary for this ABI sits. */
+interface Candidate {
+  readonly packageName: string;
+  readonly official: boolean;
+  /** Resolves the package folder (throws when it is not installed). */
+  readonly folder: (require: NodeRequire) => string;
+  /** The binary's folder inside the package. */
+  readonly binaries: string;
+  /** What the package ships, for the message when it has no binary for this ABI. */
+  readonly ships: string;
+}
+
+// The official package and the btc-vision build export only their entry (uws.js), so their folder is
+// found from the entry (resolved, never run). Each binary is loaded directly: the trufflesuite
+// republish's entry falls back to a slow JavaScript imitation when its binary does not load.
+const kCandidates: readonly Candidate[] = [
+  { packageName: kOfficialPackage, official: true, folder: (r) => dirname(r.resolve(kOfficialPackage)), binaries: '.', ships: 'the ABIs of its release' },
+  { packageName: kCurrentBuildPackage, official: false, folder: (r) => dirname(r.resolve(kCurrentBuildPackage)), binaries: '.', ships: 'ABI 115/127/137/141: Node 20/22/24/25, glibc >= 2.38' },
+  { packageName: kPackagedPackage, official: false, folder: (r) => dirname(r.resolve(`${kPackagedPackage}/package.json`)), binaries: 'binaries', ships: 'ABI 93/108/115: Node 16/18/20' },
+];
 
 let loaded: LoadedUws | undefined;
 
 /**
- * Loads a native uWebSockets.js binding: the official `uWebSockets.js` when the user installed it
- * and its binary loads on this Node, else the packaged `@trufflesuite/uws-js-unofficial` binary for
- * the running ABI. That npm republish silently falls back to a slow JavaScript imitation when its
- * binary does not load; we never go through that path (its binary is required directly, and any
- * binding must prove native): either a native binding loads, or this throws
- * `uws_native_unavailable` naming what was tried, and the caller says so loudly.
+ * Loads a native uWebSockets.js binding, in this order: the official `uWebSockets.js` when the user
+ * installed it and its binary loads on this Node; else `@btc-vision/uwebsockets.js` when its binary
+ * for the running ABI loads (Node 22/24 on glibc >= 2.38); else the `@trufflesuite/uws-js-unofficial`
+ * binary (Node 16/18/20). Any binding must prove native: either one loads, or this throws
+ * `uws_native_unavailable` naming why each was passed over, and the caller says so loudly.
  */
 export function loadUws(): Uws {
   return loadUwsWithSource().uws;
@@ -113,56 +140,47 @@ function assertNative(candidate: unknown, what: string): Uws {
   return uws as Uws;
 }
 
+function describe(candidate: Candidate, version: string, file: string): string {
+  return candidate.official ? `official uWebSockets.js v${version} (native ${file})` : `uWebSockets.js from ${candidate.packageName} v${version} (native ${file})`;
+}
+
 /**
  * The search, with `require` resolving packages from where Sluice is installed (tests pass their
- * own to stand in a fake `uWebSockets.js`).
+ * own to stand in fake packages).
  */
 export function findUws(require: NodeRequire): LoadedUws {
   const file = binaryName();
+  const skipped: string[] = [];
   let officialSkipped: string | undefined;
-  // 1. The official uWebSockets.js, if installed. Its package may export only its entry (uws.js),
-  //    so find its folder from the entry, then load the binary for this ABI directly.
-  let officialDir: string | undefined;
-  try {
-    officialDir = dirname(require.resolve(kOfficialPackage));
-  } catch {
-    officialDir = undefined; // not installed: the usual case
-  }
-  if (officialDir !== undefined) {
-    const version = packageVersion(officialDir);
-    const path = join(officialDir, file);
+  let lastError: unknown;
+  for (const candidate of kCandidates) {
+    let dir: string;
+    try {
+      dir = candidate.folder(require);
+    } catch (error) {
+      skipped.push(candidate.official ? 'the official uWebSockets.js is not installed' : `${candidate.packageName} is not installed`);
+      lastError = error;
+      continue;
+    }
+    const version = packageVersion(dir);
+    const path = join(dir, candidate.binaries, file);
     try {
       const uws = assertNative(require(path), path);
-      return { uws, source: { packageName: kOfficialPackage, version, official: true, file: path, description: `official uWebSockets.js v${version} (native ${file})` }, officialSkipped: undefined };
+      return { uws, source: { packageName: candidate.packageName, version, official: candidate.official, file: path, description: describe(candidate, version, file) }, officialSkipped, skipped };
     } catch (error) {
-      officialSkipped = `the official uWebSockets.js v${version} is installed but its binary does not load on ${where()}: ${firstLine(error)}`;
+      lastError = error;
+      const name = candidate.official ? `the official uWebSockets.js v${version}` : `${candidate.packageName} v${version}`;
+      const reason = existsSync(path) || candidate.official
+        ? `${name} is installed but its binary does not load on ${where()}: ${firstLine(error)}`
+        : `${name} has no native uWebSockets.js binding for ${where()} (it ships ${candidate.ships})`;
+      if (candidate.official) officialSkipped = reason;
+      skipped.push(reason);
     }
   }
-  // 2. The packaged binding for the running ABI, never its JavaScript fallback.
-  let dir: string;
-  try {
-    dir = dirname(require.resolve(`${kPackagedPackage}/package.json`));
-  } catch (error) {
-    throw new SluiceError('uws_native_unavailable', joinReasons(officialSkipped, `the package ${kPackagedPackage} is not installed`), { cause: error });
-  }
-  const version = packageVersion(dir);
-  const path = join(dir, 'binaries', file);
-  try {
-    const uws = assertNative(require(path), path);
-    return { uws, source: { packageName: kPackagedPackage, version, official: false, file: path, description: `uWebSockets.js from ${kPackagedPackage} v${version} (native ${file})` }, officialSkipped };
-  } catch (error) {
-    const reason = existsSync(path)
-      ? `the native uWebSockets.js binding of ${kPackagedPackage} v${version} did not load on ${where()}: ${firstLine(error)}`
-      : `${kPackagedPackage} v${version} has no native uWebSockets.js binding for ${where()} (it ships ABI 93/108/115: Node 16/18/20)`;
-    throw new SluiceError('uws_native_unavailable', joinReasons(officialSkipped, reason), { cause: error });
-  }
+  throw new SluiceError('uws_native_unavailable', skipped.join('; '), { cause: lastError });
 }
 
 function firstLine(error: unknown): string {
   const message = error instanceof Error ? error.message : String(error);
   return message.split('\n')[0];
-}
-
-function joinReasons(official: string | undefined, packaged: string): string {
-  return official === undefined ? `${packaged}; the official uWebSockets.js is not installed` : `${official}; and ${packaged}`;
 }
