@@ -68,7 +68,8 @@ export function modernTask(task: TaskRecord, detailed: boolean): Record<string, 
   };
   if (task.statusMessage !== undefined) out.statusMessage = task.statusMessage;
   if (!detailed) return out;
-  if (task.status === 'completed' && task.resultJson !== undefined) out.result = JSON.parse(task.resultJson) as unknown;
+  // The inlined result is the original request's result, and every 2026-07-28 result says its type.
+  if (task.status === 'completed' && task.resultJson !== undefined) out.result = { ...JSON.parse(task.resultJson) as Record<string, unknown>, resultType: 'complete' };
   else if (task.status === 'failed') out.error = task.error ?? { code: ErrorCode.InternalError, message: task.statusMessage ?? 'Task failed' };
   else if (task.status === 'input_required') out.inputRequests = task.inputRequests ?? {};
   return out;
