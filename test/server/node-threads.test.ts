@@ -1,7 +1,8 @@
 // node:http serves with N worker threads on one port wherever Node has `reusePort` (≥ 22.12, ≥ 23.1,
 // Linux); Node 20 keeps one thread and says why. The port_in_use probe still refuses a foreign
 // holder while our own workers share. And the uWS loader: the official uWebSockets.js first, then
-// the packaged binding for the running ABI, never a JavaScript imitation.
+// the btc-vision npm build, then the trufflesuite republish, for the running ABI, never a JavaScript
+// imitation.
 import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync, existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer as createNetServer } from 'node:net';
@@ -11,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { createServer } from '../../src/index.js';
 import type { Server } from '../../src/index.js';
 import { reusePortSupport } from '../../src/transport/http/node/reuse-port.js';
-import { findUws, kOfficialPackage, kPackagedPackage } from '../../src/transport/http/uws/load.js';
+import { findUws, kCurrentBuildPackage, kOfficialPackage, kPackagedPackage } from '../../src/transport/http/uws/load.js';
 import { kNoReusePortReason, kNodeReusePort, kUwsLoads, skipNote } from '../helpers/adapters.js';
 import { cleanupAfterEach } from '../helpers/cleanup.js';
 import { post } from '../helpers/http.js';
@@ -115,20 +116,34 @@ describe('the uWS loader', () => {
   const abiFile = `uws_${process.platform}_${process.arch}_${process.versions.modules}.node`;
   const realRequire = createRequire(import.meta.url);
   const packagedDir = dirname(realRequire.resolve(`${kPackagedPackage}/package.json`));
+  const currentDir = dirname(realRequire.resolve(kCurrentBuildPackage));
+  /** The binding that really serves here (undefined where none loads): what the sandboxes must end on. */
+  const real = kUwsLoads ? findUws(realRequire).source : undefined;
+  const kPackagedHasAbi = existsSync(join(packagedDir, 'binaries', abiFile));
 
-  /** A folder whose node_modules has the packaged binding and, optionally, an "official" uWebSockets.js. */
-  function sandbox(official?: { binary?: 'real' | 'none'; version?: string }): NodeRequire {
+  /**
+   * A folder whose node_modules has the two npm builds (or a stand-in for the btc-vision one with no
+   * binary) and, optionally, an "official" uWebSockets.js whose binary is the one that loads here.
+   */
+  function sandbox(official?: { binary?: 'real' | 'none'; version?: string }, current: 'real' | 'no-binary' | 'absent' = 'real'): NodeRequire {
     const root = mkdtempSync(join(tmpdir(), 'sluice-uws-'));
     mkdirSync(join(root, 'node_modules', '@trufflesuite'), { recursive: true });
+    mkdirSync(join(root, 'node_modules', '@btc-vision'), { recursive: true });
     symlinkSync(packagedDir, join(root, 'node_modules', kPackagedPackage), 'dir');
+    if (current === 'real') symlinkSync(currentDir, join(root, 'node_modules', kCurrentBuildPackage), 'dir');
+    if (current === 'no-binary') {
+      const dir = join(root, 'node_modules', kCurrentBuildPackage);
+      mkdirSync(dir);
+      writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: kCurrentBuildPackage, version: '20.57.0', main: 'uws.js', exports: { require: './uws.js' } }));
+      writeFileSync(join(dir, 'uws.js'), 'throw new Error("never run");');
+    }
     if (official !== undefined) {
       const dir = join(root, 'node_modules', kOfficialPackage);
       mkdirSync(dir);
       writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: kOfficialPackage, version: official.version ?? '20.99.0', main: 'uws.js', exports: { require: './uws.js', import: './uws.js' } }));
       // Its entry is never used: a JavaScript stand-in there would be an imitation.
       writeFileSync(join(dir, 'uws.js'), 'module.exports = { App() { return {}; }, us_listen_socket_close() {}, us_socket_local_port() { return 0; } };');
-      const real = join(packagedDir, 'binaries', abiFile);
-      if (official.binary === 'real' && existsSync(real)) symlinkSync(real, join(dir, abiFile));
+      if (official.binary === 'real' && real !== undefined) symlinkSync(real.file, join(dir, abiFile));
     }
     return createRequire(join(root, 'index.js'));
   }
@@ -140,23 +155,38 @@ describe('the uWS loader', () => {
     expect(officialSkipped).toBeUndefined();
   });
 
-  it.runIf(kUwsLoads)(`falls back to the packaged binding when the official one has no binary for this Node, and says why${skipNote(kUwsLoads, `uWebSockets.js cannot load under Node ${kNode}`)}`, () => {
+  it.runIf(kUwsLoads)(`falls back to an npm build when the official one has no binary for this Node, and says why${skipNote(kUwsLoads, `uWebSockets.js cannot load under Node ${kNode}`)}`, () => {
     const { source, officialSkipped } = findUws(sandbox({ binary: 'none' }));
     expect(source.official).toBe(false);
-    expect(source.description).toMatch(/^uWebSockets\.js from @trufflesuite\/uws-js-unofficial v20\.30\.0/);
+    expect(source.packageName).toBe(real?.packageName);
+    expect(source.description.startsWith(`uWebSockets.js from ${real?.packageName ?? ''} v`)).toBe(true);
     expect(officialSkipped).toContain('the official uWebSockets.js v20.99.0 is installed but its binary does not load');
   });
 
-  it.runIf(kUwsLoads)(`without the official package, the packaged binding serves${skipNote(kUwsLoads, `uWebSockets.js cannot load under Node ${kNode}`)}`, () => {
-    const { source, officialSkipped } = findUws(sandbox());
-    expect(source.packageName).toBe(kPackagedPackage);
+  it.runIf(kUwsLoads)(`without the official package, the npm build that loads here serves${skipNote(kUwsLoads, `uWebSockets.js cannot load under Node ${kNode}`)}`, () => {
+    const { source, officialSkipped, skipped } = findUws(sandbox());
+    expect(source.packageName).toBe(real?.packageName);
     expect(officialSkipped).toBeUndefined();
+    expect(skipped[0]).toBe('the official uWebSockets.js is not installed');
   });
 
-  it.skipIf(kUwsLoads)(`on Node ${kNode} neither loads: uws_native_unavailable names both reasons${skipNote(!kUwsLoads, `the packaged uWS binding loads under Node ${kNode}`)}`, () => {
+  it.runIf(real?.packageName === kCurrentBuildPackage)(`the btc-vision build is taken before the trufflesuite republish where its binary loads${skipNote(real?.packageName === kCurrentBuildPackage, `the btc-vision build does not load under Node ${kNode} on this system`)}`, () => {
+    const { source, skipped } = findUws(sandbox());
+    expect(source.packageName).toBe(kCurrentBuildPackage);
+    expect(source.file).toBe(join(currentDir, abiFile));
+    expect(skipped).toEqual(['the official uWebSockets.js is not installed']);
+  });
+
+  it.runIf(kPackagedHasAbi)(`with no btc-vision binary for this ABI, the trufflesuite binding serves and the reason is kept${skipNote(kPackagedHasAbi, `${kPackagedPackage} has no binary for ABI ${process.versions.modules}`)}`, () => {
+    const { source, skipped } = findUws(sandbox(undefined, 'no-binary'));
+    expect(source.packageName).toBe(kPackagedPackage);
+    expect(skipped).toEqual(['the official uWebSockets.js is not installed', `${kCurrentBuildPackage} v20.57.0 has no native uWebSockets.js binding for ${process.platform}-${process.arch}, Node ${kNode} (ABI ${process.versions.modules}) (it ships ABI 115/127/137/141: Node 20/22/24/25, glibc >= 2.38)`]);
+  });
+
+  it.skipIf(kUwsLoads)(`on Node ${kNode} none loads: uws_native_unavailable names every reason${skipNote(!kUwsLoads, `a uWS binding loads under Node ${kNode}`)}`, () => {
     expect(() => findUws(sandbox({ binary: 'none' }))).toThrow(expect.objectContaining({
       code: 'uws_native_unavailable',
-      message: expect.stringMatching(/official uWebSockets\.js v20\.99\.0 is installed but its binary does not load.*has no native uWebSockets\.js binding for .*ABI/),
+      message: expect.stringMatching(/official uWebSockets\.js v20\.99\.0 is installed but its binary does not load.*@btc-vision\/uwebsockets\.js v20\.57\.0 .*@trufflesuite\/uws-js-unofficial v20\.30\.0\S* has no native uWebSockets\.js binding for .*ABI/),
     }));
     expect(() => findUws(sandbox())).toThrow(/the official uWebSockets\.js is not installed/);
   });
