@@ -182,6 +182,7 @@ export async function list(args: string[], flags: ClientFlags): Promise<number> 
   const options = flags.timeoutMs === undefined ? {} : { timeoutMs: flags.timeoutMs };
   try {
     const tools = await listAll(client, 'tools', options);
+    for (const name of client.droppedTools) process.stderr.write(`sluice: left out tool ${name}: its x-mcp-header annotations are invalid (clients must not call it)\n`);
     // A server without resources or prompts may not implement their lists at all.
     const optional = async (kind: 'resources' | 'resourceTemplates' | 'prompts') => {
       try {

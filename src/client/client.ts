@@ -1,6 +1,7 @@
 import { CancelledError, SluiceError } from '../errors.js';
-import { ProtocolError, kLegacyVersions, kMetaClientCapabilities, kMetaClientInfo, kMetaProtocolVersion, kModernVersion } from '../protocol/wire.js';
+import { ErrorCode, ProtocolError, kLegacyVersions, kMetaClientCapabilities, kMetaClientInfo, kMetaProtocolVersion, kModernVersion } from '../protocol/wire.js';
 import { InsufficientScopeError, SessionExpiredError, UnauthorizedError } from './http.js';
+import { checkParamHeaders, kInvalidAnnotations } from './param-headers.js';
 import type { ClientTransport, JsonRpcMessage } from './transport.js';
 import type { ContentBlock, PromptArgument, PromptMessage, ResourceContents } from './content.js';
 import { Task, kTasksExtension, reasonOf } from './tasks.js';
@@ -162,6 +163,12 @@ export class Client {
   /** What this client declares, defaults applied (sent at initialize, or with every modern request). */
   readonly #capabilities: Record<string, unknown>;
   readonly #clientInfo: { name: string; version: string };
+  /** Tools a tools/list named with invalid x-mcp-header annotations: dropped from lists, never called. */
+  readonly #dropped = new Set<string>();
+  /** A full tools/list in progress for a call the server refused for its Mcp-Param headers (calls share it). */
+  #learning: Promise<void> | undefined;
+  /** A tools/list has been answered (the transport knows the annotations of the tools it named). */
+  #listed = false;
 
   constructor(transport: ClientTransport, options: ClientOptions = {}) {
     this.#transport = transport;
@@ -335,7 +342,31 @@ export class Client {
   // The result types say what a conforming server sends; the client does not re-validate results.
   discover(options?: RequestOptions): Promise<ResultFields> { return this.request('server/discover', {}, options); }
   ping(options?: RequestOptions): Promise<ResultFields> { return this.request('ping', {}, options); }
-  listTools(params: { cursor?: string } = {}, options?: RequestOptions): Promise<ListToolsResult> { return this.request('tools/list', params, options) as Promise<ListToolsResult>; }
+  /**
+   * A page of tools. A tool whose x-mcp-header annotations break the rules (2026-07-28: a header
+   * name that is not a token or repeats another, an annotation on a property that is not a string,
+   * integer or boolean, or one reached other than through `properties`) is left out, as clients must;
+   * `droppedTools` names it, and callTool refuses it.
+   */
+  async listTools(params: { cursor?: string } = {}, options?: RequestOptions): Promise<ListToolsResult> {
+    const result = await this.request('tools/list', params, options) as ListToolsResult;
+    this.#listed = true;
+    if (!Array.isArray(result.tools)) return result;
+    const kept = result.tools.filter((tool) => {
+      if (checkParamHeaders(tool?.inputSchema) !== kInvalidAnnotations) {
+        if (typeof tool?.name === 'string') this.#dropped.delete(tool.name);
+        return true;
+      }
+      if (typeof tool?.name === 'string') this.#dropped.add(tool.name);
+      return false;
+    });
+    return kept.length === result.tools.length ? result : { ...result, tools: kept };
+  }
+
+  /** Tools the lists so far left out for invalid x-mcp-header annotations. */
+  get droppedTools(): readonly string[] {
+    return [...this.#dropped];
+  }
   /**
    * Calls a tool. With `{ task: true }` (TaskCallOptions) the server is asked to run it as a task,
    * and the promise resolves, once the server answered the tools/call, to a TaskHandle whose
@@ -347,7 +378,48 @@ export class Client {
   callTool(name: string, args?: Record<string, unknown>, options?: RequestOptions): Promise<CallToolResult>;
   callTool(name: string, args: Record<string, unknown> = {}, options?: RequestOptions | TaskCallOptions): Promise<CallToolResult | TaskHandle> {
     if (options !== undefined && 'task' in options && options.task === true) return this.#callTask(name, args, options);
-    return this.request('tools/call', { name, arguments: args }, options) as Promise<CallToolResult>;
+    return this.#call({ name, arguments: args }, options ?? {}) as Promise<CallToolResult>;
+  }
+
+  /**
+   * tools/call. 2026-07-28 over HTTP, a tool's x-mcp-header arguments travel in Mcp-Param headers,
+   * which the transport learns from tools/list: a call made before any list (or after the tool's
+   * annotations changed) is refused with -32020 before the tool runs, so the client lists the
+   * tools and retries once, as the official clients do.
+   */
+  async #call(params: Record<string, unknown> & { name: string }, options: RawOptions): Promise<Result> {
+    this.#refuseDropped(params.name);
+    try {
+      return await this.#request('tools/call', params, options);
+    } catch (error) {
+      // Another server may word it otherwise: before any list, any -32020 may be the headers.
+      const headers = error instanceof ProtocolError && error.rpcCode === ErrorCode.HeaderMismatch && (/mcp-param-/i.test(error.message) || !this.#listed);
+      if (!headers || this.#era !== 'modern') throw error;
+      if (options.signal?.aborted === true) throw new CancelledError(reasonOf(options.signal.reason));
+      this.#learning ??= this.#learnTools(options).finally(() => { this.#learning = undefined; });
+      await this.#learning;
+      this.#refuseDropped(params.name);
+      return this.#request('tools/call', params, options);
+    }
+  }
+
+  /** Every page of tools/list (bounded), so the transport knows each tool's header annotations. */
+  async #learnTools(options: RequestOptions): Promise<void> {
+    let cursor: string | undefined;
+    for (let page = 0; page < 100; page++) {
+      const result = await this.listTools(cursor === undefined ? {} : { cursor }, {
+        ...(options.signal === undefined ? {} : { signal: options.signal }),
+        ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+      });
+      cursor = typeof result.nextCursor === 'string' ? result.nextCursor : undefined;
+      if (cursor === undefined) return;
+    }
+  }
+
+  #refuseDropped(name: string): void {
+    if (this.#dropped.has(name)) {
+      throw new SluiceError('invalid_response', `the server lists tool ${name} with invalid x-mcp-header annotations: clients must not call it`);
+    }
   }
 
   async #callTask(name: string, args: Record<string, unknown>, options: TaskCallOptions): Promise<TaskHandle> {
@@ -361,7 +433,7 @@ export class Client {
       const legacy = this.#era === 'legacy';
       const params: Record<string, unknown> = { name, arguments: args };
       if (legacy) params.task = options.ttlMs === undefined ? {} : { ttl: options.ttlMs };
-      const answer = await this.#request('tools/call', params, {
+      const answer = await this.#call(params as Record<string, unknown> & { name: string }, {
         signal: whole.signal, tasks: true, ...(options.onProgress === undefined ? {} : { onProgress: options.onProgress }),
       });
       const created = legacy ? answer.task as TaskInfo | undefined : answer.resultType === 'task' ? answer as TaskInfo : undefined;
