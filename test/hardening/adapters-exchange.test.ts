@@ -76,6 +76,11 @@ describe.each(adapters('Exchange'))('Exchange over the %s adapter', (kind) => {
         origin: ex.header('origin') ?? null, accept: ex.header('accept') ?? null, apiKey: ex.header('x-api-key') ?? null,
       }));
     });
+    const askRaw = async (headers: string) => {
+      const c = client(listening.port, `GET /x HTTP/1.1\r\n${headers}connection: close\r\n\r\n`);
+      await c.closed;
+      return c.received().toString('latin1');
+    };
     const ask = async (headers: string) => {
       const c = client(listening.port, `GET /x HTTP/1.1\r\n${headers}connection: close\r\n\r\n`);
       await c.closed;
@@ -85,11 +90,14 @@ describe.each(adapters('Exchange'))('Exchange over the %s adapter', (kind) => {
     };
     const plain = await ask('Host: a.example\r\nAuthorization: Bearer one\r\nX-Api-Key: k\r\n');
     expect(plain).toEqual({ duplicate: null, host: 'a.example', authorization: 'Bearer one', origin: null, accept: null, apiKey: null });
-    expect(await ask('Host: a.example\r\nhost: b.example\r\n')).toMatchObject({ duplicate: 'host', host: 'a.example' });
+    // uWS v20.57 refuses a repeated Host itself (400 and close) before the handler runs.
+    const repeatedHost = await askRaw('Host: a.example\r\nhost: b.example\r\n');
+    if (kind === 'uws' && repeatedHost.includes('<i>uWebSockets/')) expect(repeatedHost).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
+    else expect(JSON.parse(String(bodyOf(Buffer.from(repeatedHost, 'latin1'))))).toMatchObject({ duplicate: 'host', host: 'a.example' });
     expect(await ask('Host: a.example\r\nAuthorization: Bearer one\r\nAUTHORIZATION: Bearer two\r\n')).toMatchObject({ duplicate: 'authorization', authorization: 'Bearer one' });
     expect(await ask('Host: a.example\r\nOrigin: http://a.example\r\nOrigin: http://b.example\r\n')).toMatchObject({ duplicate: 'origin', origin: 'http://a.example' });
     // The first repeated one is named; a repeat outside the list is joined, not reported.
-    expect(await ask('Host: a.example\r\nAccept: text/plain\r\nOrigin: http://a.example\r\nAccept: application/json\r\nOrigin: http://b\r\nHost: c\r\n'))
+    expect(await ask('Host: a.example\r\nAccept: text/plain\r\nOrigin: http://a.example\r\nAccept: application/json\r\nOrigin: http://b\r\nmcp-session-id: s1\r\nMcp-Session-Id: s2\r\n'))
       .toMatchObject({ duplicate: 'origin', accept: 'text/plain, application/json', host: 'a.example' });
   });
 
@@ -97,9 +105,9 @@ describe.each(adapters('Exchange'))('Exchange over the %s adapter', (kind) => {
     const listening = await serve(kind, (ex) => {
       ex.respond(200, [['content-type', 'application/json']], JSON.stringify({ duplicate: ex.duplicateHeader ?? null, apiKey: ex.header('x-api-key') ?? null, custom: ex.header('x-custom') ?? null }));
     }, true);
-    const c = client(listening.port, 'GET /x HTTP/1.1\r\nHost: a\r\nX-Api-Key: secret\r\nx-custom: 1\r\nX-Custom: 2\r\nhost: b\r\nconnection: close\r\n\r\n');
+    const c = client(listening.port, 'GET /x HTTP/1.1\r\nHost: a\r\nX-Api-Key: secret\r\nx-custom: 1\r\nX-Custom: 2\r\nauthorization: a\r\nAuthorization: b\r\nconnection: close\r\n\r\n');
     await c.closed;
-    expect(JSON.parse(String(bodyOf(c.received())))).toEqual({ duplicate: 'host', apiKey: 'secret', custom: '1, 2' });
+    expect(JSON.parse(String(bodyOf(c.received())))).toEqual({ duplicate: 'authorization', apiKey: 'secret', custom: '1, 2' });
   });
 
   /** A stream to a client that reads nothing, written in 1 KiB chunks until the adapter holds `backlog` bytes. */

@@ -147,7 +147,10 @@ describe.each(adapters('slow readers'))('slow readers over %s', (http) => {
     for (const extra of ['host: evil.example\r\n', 'origin: http://localhost\r\norigin: http://evil.example\r\n', 'authorization: a\r\nauthorization: b\r\n', 'mcp-session-id: a\r\nmcp-session-id: b\r\n']) {
       const answer = await ask(extra);
       expect(answer).toMatch(/^HTTP\/1\.1 400/);
-      expect(answer).toContain('appears more than once');
+      // uWS v20.57 refuses a repeated Host in its parser (its own 400 page, then close) before
+      // Sluice sees the request; every other repeat, and Host on v20.30 and node:http, is ours.
+      if (extra.startsWith('host:') && answer.includes('<i>uWebSockets/')) expect(answer).toMatch(/^HTTP\/1\.1 400 Bad Request\r\nConnection: close\r\n/);
+      else expect(answer).toContain('appears more than once');
     }
   });
 });
