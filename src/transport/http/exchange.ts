@@ -71,6 +71,17 @@ export interface Exchange {
   destroy(): void;
 }
 
+/**
+ * Most header lines a request may carry, on either adapter; past it 431 and the connection closes.
+ * (node:http would otherwise drop the lines past its count without a word.)
+ */
+export const kMaxHeaderCount = 100;
+/**
+ * Most bytes of header lines (names, values, separators) a request may carry: node:http's own
+ * default. Some uWS builds stop at 4 KiB already (UWS_HTTP_MAX_HEADERS_SIZE); both answer 431.
+ */
+export const kMaxHeaderBytes = 16 * 1024;
+
 /** Headers every adapter copies up front (uWS only allows reading them synchronously). */
 export const kRequestHeaders = [
   'access-control-request-headers', 'access-control-request-method', 'accept', 'authorization', 'content-length', 'content-type', 'cookie', 'host', 'last-event-id', 'mcp-method',
@@ -153,6 +164,6 @@ export function addHeader(headers: Map<string, string>, name: string, value: str
 
 export const kStatusText: Record<number, string> = {
   200: 'OK', 202: 'Accepted', 204: 'No Content', 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden',
-  404: 'Not Found', 405: 'Method Not Allowed', 406: 'Not Acceptable', 408: 'Request Timeout', 413: 'Payload Too Large',
+  404: 'Not Found', 405: 'Method Not Allowed', 406: 'Not Acceptable', 408: 'Request Timeout', 413: 'Payload Too Large', 431: 'Request Header Fields Too Large',
   415: 'Unsupported Media Type', 429: 'Too Many Requests', 500: 'Internal Server Error', 503: 'Service Unavailable',
 };

@@ -4,7 +4,7 @@ import type { Socket } from 'node:net';
 import { SluiceError } from '../../../errors.js';
 import type { AdapterOptions, Listening } from '../adapter.js';
 import type { BodyCallback, Exchange } from '../exchange.js';
-import { collectHeader } from '../exchange.js';
+import { collectHeader, kMaxHeaderCount } from '../exchange.js';
 import { nodeReusePort } from './reuse-port.js';
 
 /**
@@ -24,20 +24,33 @@ export function listenNode(options: AdapterOptions): Promise<Listening> {
   // default: a slowloris client (a header block that never ends) would hold a socket that long.
   const connectionsCheckingInterval = Math.max(250, Math.min(1_000, Math.floor(headersTimeout / 4)));
   const server = createServer({ requestTimeout, headersTimeout, keepAliveTimeout: 5_000, connectionsCheckingInterval }, (req, res) => {
+    // node:http drops header lines past maxHeadersCount without a word: one more than the bound is
+    // let through so that a request over it is seen, and refused like on uWS.
+    if (req.rawHeaders.length > 2 * kMaxHeaderCount) {
+      res.shouldKeepAlive = false;
+      res.writeHead(431, { 'content-type': 'application/json', connection: 'close' }).end('{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Request Header Fields Too Large"}}');
+      return;
+    }
     active++;
     res.once('close', () => { active--; });
     // While shutting down, tell keep-alive clients not to reuse the connection.
     if (closing) res.shouldKeepAlive = false;
     options.handler(new NodeExchange(req, res, options));
   });
-  server.maxHeadersCount = 100;
+  server.maxHeadersCount = kMaxHeaderCount + 1;
   server.on('connection', (socket: Socket) => {
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
   });
-  server.on('clientError', (_error, socket: Socket) => {
-    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
-    else socket.destroy();
+  server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => {
+    if (!socket.writable) return socket.destroy();
+    const status = error.code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large' : '400 Bad Request';
+    socket.end(`HTTP/1.1 ${status}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
+    // Closing with the rest of an oversized request unread resets the connection, and the client
+    // may lose the answer: what it still sends is read and dropped, for a second at most.
+    socket.on('data', () => {});
+    socket.resume();
+    setTimeout(() => socket.destroy(), 1_000).unref();
   });
   return new Promise((resolve, reject) => {
     server.once('error', (error) => reject(new SluiceError('listen_failed', `cannot listen on ${options.host}:${options.port}: ${error.message}`, { cause: error })));

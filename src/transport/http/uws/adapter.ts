@@ -1,7 +1,7 @@
 import { SluiceError } from '../../../errors.js';
 import type { AdapterOptions, Listening } from '../adapter.js';
 import type { BodyCallback, Exchange } from '../exchange.js';
-import { collectHeader, kStatusText } from '../exchange.js';
+import { collectHeader, kMaxHeaderBytes, kMaxHeaderCount, kStatusText } from '../exchange.js';
 import { loadUws } from './load.js';
 import type { UwsRequest, UwsResponse } from './load.js';
 
@@ -26,14 +26,57 @@ function addressText(res: UwsResponse): string {
 }
 
 // `HttpRequest.forEach` calls back synchronously: two module-level callbacks and the map they fill
-// spare a closure per request.
+// spare a closure per request. They also count what the framing checks need (every header, wanted
+// or not): how many lines and bytes, how many Content-Length lines, whether Transfer-Encoding came.
 let collecting = new Map<string, string>();
 let repeated: string | undefined;
+let headerCount = 0;
+let headerBytes = 0;
+let contentLengths = 0;
+let transferEncoding = false;
+function countHeader(name: string, value: string): void {
+  headerCount++;
+  headerBytes += name.length + value.length + 4;
+  if (name.length === 14 && name === 'content-length') contentLengths++;
+  else if (name.length === 17 && name === 'transfer-encoding') transferEncoding = true;
+}
 function collectWanted(name: string, value: string): void {
+  countHeader(name, value);
   repeated ??= collectHeader(collecting, name, value, false);
 }
 function collectAll(name: string, value: string): void {
+  countHeader(name, value);
   repeated ??= collectHeader(collecting, name, value, true);
+}
+
+/** The peer of a request just refused for its framing (see framingFault); cleared by setImmediate. */
+let refusedPeer: string | undefined;
+function forgetRefusedPeer(): void {
+  refusedPeer = undefined;
+}
+
+const kFramingBody = (message: string) => `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"${message}"}}`;
+const kTooManyHeaders = kFramingBody('Request Header Fields Too Large');
+const kBadFraming = kFramingBody('Bad Request: ambiguous message framing');
+
+/**
+ * Why the request just collected cannot be framed safely, as [status, body], else undefined. A
+ * request whose length is ambiguous (Content-Length twice, or beside Transfer-Encoding, or not a
+ * plain number) cannot be answered and then followed on the same connection: what this server takes
+ * for the next request, a proxy in front may take for this one's body (request smuggling). The
+ * parser of some uWS builds lets such requests through, so they are checked here.
+ */
+function framingFault(res: UwsResponse): readonly [number, string] | undefined {
+  // uWS answers and closes only once it has parsed all the bytes it read from this connection, and
+  // hands the handler each request in them meanwhile, synchronously: a smuggled request that came
+  // in the same read as a refused one is refused too: same peer address, same turn of the event loop
+  // (uWS.js runs microtasks between requests, so the mark lasts until setImmediate). Another
+  // connection from that address whose request lands in that very turn is refused as well.
+  if (refusedPeer !== undefined && addressText(res) === refusedPeer) return [400, kBadFraming];
+  if (headerCount > kMaxHeaderCount || headerBytes > kMaxHeaderBytes) return [431, kTooManyHeaders];
+  if (contentLengths > 1 || (contentLengths === 1 && transferEncoding)) return [400, kBadFraming];
+  if (contentLengths === 1 && !/^[0-9]{1,15}$/.test(collecting.get('content-length') ?? '')) return [400, kBadFraming];
+  return undefined;
 }
 
 // One corked write or response without a closure per call (cork runs its callback synchronously).
@@ -85,7 +128,9 @@ export function listenUws(options: AdapterOptions): Promise<Listening> {
   const uws = loadUws();
   const open = new OpenExchanges();
   const app = uws.App().any('/*', (res, req) => {
-    options.handler(new UwsExchange(res, req, options, open));
+    const ex = new UwsExchange(res, req, options, open);
+    // Refused for its framing: already answered (and the connection closing); nothing else runs.
+    if (!ex.refused) options.handler(ex);
   });
   // One coarse sweep for body deadlines instead of a timer per request (they are seconds long).
   const sweep = setInterval(() => {
@@ -171,6 +216,8 @@ class UwsExchange implements Exchange {
   readonly path: string;
   readonly duplicateHeader: string | undefined;
   aborted = false;
+  /** Answered by the adapter for its framing (see framingFault): the endpoint never sees it. */
+  refused = false;
   #remoteAddress: string | undefined;
   readonly #res: UwsResponse;
   readonly #headers = new Map<string, string>();
@@ -213,8 +260,23 @@ class UwsExchange implements Exchange {
     // HttpRequest lives only in this synchronous call: copy what we need now, in one pass.
     collecting = this.#headers;
     repeated = undefined;
+    headerCount = 0;
+    headerBytes = 0;
+    contentLengths = 0;
+    transferEncoding = false;
     req.forEach(options.allHeaders ? collectAll : collectWanted);
     this.duplicateHeader = repeated;
+    const fault = framingFault(res);
+    if (fault !== undefined) {
+      if (refusedPeer === undefined) setImmediate(forgetRefusedPeer);
+      refusedPeer = addressText(res);
+      // Answered at once, and the connection closed after it: nothing after these headers is read
+      // as another request.
+      this.refused = true;
+      this.#complete = true;
+      this.respond(fault[0], [['content-type', 'application/json']], fault[1], true);
+      return;
+    }
     open.add(this);
     res.onAborted(() => {
       this.aborted = true;
