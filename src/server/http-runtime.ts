@@ -16,6 +16,7 @@ import { SluiceError } from '../errors.js';
 import { AuthGate } from '../auth/gate.js';
 import type { TokenVerifierFunction } from '../auth/contract.js';
 import { createEngine } from './assembly.js';
+import type { ServerCounters } from '../telemetry/counters.js';
 import type { EngineInput } from './assembly.js';
 import { kCancelSettleMs, kShutdownReason, settled } from './shutdown.js';
 
@@ -23,6 +24,8 @@ export interface Runtime {
   readonly listening: Listening;
   readonly engine: Engine;
   readonly registry: Registry;
+  /** This thread's counters (/metrics). */
+  readonly counters: ServerCounters;
   /**
    * Graceful stop: no new connections; running requests get `graceMs` to finish, then every one
    * still running is cancelled through the registry (reason kShutdownReason) and gets a bounded
@@ -52,7 +55,7 @@ export interface RuntimeInput extends EngineInput {
 /** One HTTP serving thread's whole stack: registry attachment, engine, endpoint, adapter, pool. */
 export async function startRuntime(input: RuntimeInput, adapter: AdapterKind): Promise<Runtime> {
   const { options, shared } = input;
-  const { engine, registry, pool } = createEngine({ ...input, authenticated: input.authenticate !== undefined || options.auth !== undefined });
+  const { engine, registry, pool, counters } = createEngine({ ...input, authenticated: input.authenticate !== undefined || options.auth !== undefined });
   // Each serving thread verifies on its own (its own JWKS cache): no cross-thread hop per request.
   const gate = options.auth === undefined ? undefined : new AuthGate(options.auth, input.verifyToken, (message) => input.log('warn', message));
   const sessions = shared.sessions === undefined ? undefined : new SessionStore(shared.sessions);
@@ -92,6 +95,7 @@ export async function startRuntime(input: RuntimeInput, adapter: AdapterKind): P
     listening,
     engine,
     registry,
+    counters,
     close: async (graceMs) => {
       engine.closeListeners(); // listen streams end with their completion result, not a cut
       let cancelledAt = 0;

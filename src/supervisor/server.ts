@@ -213,7 +213,7 @@ class SluiceServer implements Server {
       throw error;
     }
     if (options.tasks !== false && this.#taskStore !== undefined) {
-      this.#taskHost = new TaskStoreHost(this.#taskStore);
+      this.#taskHost = new TaskStoreHost(this.#taskStore, { onProblem: (message) => this.#portProblem(message) });
       const store = this.#taskStore;
       if (store instanceof MemoryTaskStore) {
         // /metrics is served by the workers: the supervisor posts the store's size where they read it.
@@ -292,6 +292,12 @@ class SluiceServer implements Server {
     }
   }
 
+  /** A message between threads could not be read, or a call between them passed its deadline. */
+  #portProblem(message: string): void {
+    this.#counters.add(Counter.PortProblems);
+    this.#log('warn', message);
+  }
+
   /** Starts one HTTP worker on `port` (`firstOnPort`: see HttpWorkerData); resolves with the port it listens on. */
   #spawn(adapter: AdapterKind, port: number, firstOnPort = false): Promise<number> {
     // The worker's end of its task store channel travels with its workerData; ours is served here.
@@ -313,6 +319,8 @@ class SluiceServer implements Server {
     this.#workers.set(worker, threadId);
     return new Promise((resolve, reject) => {
       const state = { started: false };
+      // A message the worker sent that this thread cannot read: logged and counted (what it carried is lost).
+      worker.on('messageerror', (error) => this.#portProblem(`sluice: a message from HTTP worker ${threadId} could not be read: ${error.message}`));
       worker.on('message', (message: FromHttpWorker) => {
         try {
           this.#onWorkerMessage(worker, message, state, resolve, reject);

@@ -5,12 +5,19 @@
  * each way per call; errors cross as `{ code, message }`. Watches cross as subscriptions: the
  * client asks once per task id, however many local listeners it has, and the host forwards only
  * the changes of ids that port watches.
+ *
+ * Nothing a port carries may wedge a call. Values are checked before they are posted (`valueProblem`:
+ * what one thread serialises another may be unable to deserialise), every call has a deadline
+ * (`callTimeoutMs`), and a message the far side could not deserialise ('messageerror') is reported
+ * back by its position in the port's order (both sides count the messages they post and receive),
+ * so the one call it belonged to fails at once with a clear error instead of waiting.
  */
 import type { MessagePort } from 'node:worker_threads';
 import { SluiceError, kSluiceErrorCodes } from '../errors.js';
 import type { SluiceErrorCode } from '../errors.js';
 import type { TaskStore } from './store.js';
 import type { NewTask, TaskChange, TaskPage, TaskRecord } from './task.js';
+import { valueProblem } from './value-bounds.js';
 
 /** A call to the store, from a client to the host; `id` pairs it with its answer. */
 export type TaskStoreRequest =
@@ -26,7 +33,9 @@ export type TaskStoreRequest =
 export type ToTaskStoreHost =
   | TaskStoreRequest
   | { readonly op: 'watch'; readonly taskId: string }
-  | { readonly op: 'unwatch'; readonly taskId: string };
+  | { readonly op: 'unwatch'; readonly taskId: string }
+  /** The host's message number `seq` (1-based, in posting order) could not be deserialised here. */
+  | { readonly op: 'undeliverable'; readonly seq: number };
 
 /** An error as plain data: `code` when it was a SluiceError. */
 export interface TaskStoreErrorWire {
@@ -38,7 +47,35 @@ export interface TaskStoreErrorWire {
 export type FromTaskStoreHost =
   | { readonly type: 'result'; readonly id: number; readonly value: unknown }
   | { readonly type: 'error'; readonly id: number; readonly error: TaskStoreErrorWire }
-  | { readonly type: 'changed'; readonly taskId: string; readonly task: TaskRecord | undefined };
+  | { readonly type: 'changed'; readonly taskId: string; readonly task: TaskRecord | undefined }
+  /** The client's message number `seq` (1-based, in posting order) could not be deserialised by the host. */
+  | { readonly type: 'undeliverable'; readonly seq: number };
+
+/** Levels of nesting the ports carry: well under what a thread can deserialise (about 2 000 on the main thread). */
+const kMaxPortDepth = 1_000;
+
+/** Default deadline of one call over the port. */
+export const kDefaultCallTimeoutMs = 10_000;
+
+/** Answers the host posted, by message number, kept so an undeliverable one can still fail its call. */
+const kRecentAnswers = 1_024;
+
+/** Where a port problem is reported (the thread's log and counters). */
+export type PortProblem = (message: string) => void;
+
+export interface TaskStoreClientOptions {
+  /** Longest wait for one call's answer before it rejects. Default 10 s. */
+  readonly callTimeoutMs?: number | undefined;
+  /** A message that could not cross, or a call past its deadline. Default: a process warning. */
+  readonly onProblem?: PortProblem | undefined;
+}
+
+export interface TaskStoreHostOptions {
+  /** A message that could not cross. Default: a process warning. */
+  readonly onProblem?: PortProblem | undefined;
+}
+
+const warn: PortProblem = (message) => process.emitWarning(message, 'SluiceWarning');
 
 type Listener = (task: TaskRecord | undefined) => void;
 
@@ -49,9 +86,11 @@ export class TaskStoreHost {
   readonly #store: TaskStore;
   /** Each attached port and how to detach it. */
   readonly #ports = new Map<MessagePort, () => void>();
+  readonly #onProblem: PortProblem;
 
-  constructor(store: TaskStore) {
+  constructor(store: TaskStore, options: TaskStoreHostOptions = {}) {
     this.#store = store;
+    this.#onProblem = options.onProblem ?? warn;
   }
 
   /**
@@ -63,21 +102,34 @@ export class TaskStoreHost {
   attach(port: MessagePort, runnerPrefix?: string): () => void {
     /** This port's subscriptions: task id → unwatch on the store. */
     const watches = new Map<string, () => void>();
+    const link: Link = { port, received: 0, sent: 0, answers: new Map() };
     const detach = (): void => {
       if (this.#ports.get(port) !== detach) return;
       this.#ports.delete(port);
       port.off('message', onMessage);
+      port.off('messageerror', onMessageError);
       port.off('close', detach);
       for (const unwatch of watches.values()) unwatch();
       watches.clear();
+      link.answers.clear();
     };
     const onMessage = (message: ToTaskStoreHost): void => {
+      link.received++;
       if (message === null || typeof message !== 'object') return;
-      if (message.op === 'watch' || message.op === 'unwatch') this.#subscription(port, watches, message.op, message.taskId);
-      else this.#serve(port, message, runnerPrefix);
+      if (message.op === 'watch' || message.op === 'unwatch') this.#subscription(link, watches, message.op, message.taskId);
+      else if (message.op === 'undeliverable') this.#undeliverable(link, message.seq);
+      else this.#serve(link, message, runnerPrefix);
+    };
+    // A message this side cannot deserialise still takes its place in the order: the client learns
+    // which of its messages it was, and fails that call now.
+    const onMessageError = (error: Error): void => {
+      const seq = ++link.received;
+      this.#onProblem(`sluice: a message to the task store could not be read (${error.message}); its call fails`);
+      post(link, { type: 'undeliverable', seq });
     };
     this.#ports.set(port, detach);
     port.on('message', onMessage);
+    port.on('messageerror', onMessageError);
     port.on('close', detach);
     // The workers keep the supervisor alive, not these ports.
     port.unref();
@@ -95,7 +147,17 @@ export class TaskStoreHost {
     }
   }
 
-  #subscription(port: MessagePort, watches: Map<string, () => void>, op: 'watch' | 'unwatch', taskId: string): void {
+  /** The client could not read the host's message `seq`: if it was an answer, its call gets a small error instead. */
+  #undeliverable(link: Link, seq: unknown): void {
+    this.#onProblem(`sluice: a task store answer could not be read by its worker; the call fails`);
+    if (typeof seq !== 'number') return;
+    const id = link.answers.get(seq);
+    if (id === undefined) return;
+    link.answers.delete(seq);
+    post(link, { type: 'error', id, error: { message: 'the task store\'s answer could not cross to this thread' } });
+  }
+
+  #subscription(link: Link, watches: Map<string, () => void>, op: 'watch' | 'unwatch', taskId: string): void {
     if (typeof taskId !== 'string') return;
     if (op === 'unwatch') {
       watches.get(taskId)?.();
@@ -104,7 +166,7 @@ export class TaskStoreHost {
     }
     if (watches.has(taskId)) return;
     const unwatch = this.#store.watch(taskId, (task) => {
-      send(port, { type: 'changed', taskId, task });
+      post(link, { type: 'changed', taskId, task: task === undefined || valueProblem(task, kMaxPortDepth) === undefined ? task : undefined });
       // Deleted or expired: the store tells no more, and the client forgets the id too.
       if (task === undefined && watches.get(taskId) === unwatch) {
         watches.delete(taskId);
@@ -114,18 +176,19 @@ export class TaskStoreHost {
     watches.set(taskId, unwatch);
   }
 
-  #serve(port: MessagePort, request: TaskStoreRequest, runnerPrefix: string | undefined): void {
+  #serve(link: Link, request: TaskStoreRequest, runnerPrefix: string | undefined): void {
     const id = request.id;
     this.#call(request, runnerPrefix).then(
       (value) => {
-        try {
-          port.postMessage({ type: 'result', id, value } satisfies FromTaskStoreHost);
-        } catch (error) {
-          // A user store answering with something that cannot cross a thread: the call fails, the host serves on.
-          send(port, { type: 'error', id, error: errorToWire(error) });
+        // A user store answering with something that cannot cross a thread: the call fails, the host serves on.
+        const problem = valueProblem(value, kMaxPortDepth);
+        if (problem !== undefined) {
+          post(link, { type: 'error', id, error: { message: `the task store's answer cannot cross to the worker: ${problem.message}` } });
+          return;
         }
+        if (!post(link, { type: 'result', id, value }, true)) post(link, { type: 'error', id, error: { message: 'the task store\'s answer cannot cross to the worker' } });
       },
-      (error: unknown) => send(port, { type: 'error', id, error: errorToWire(error) }),
+      (error: unknown) => post(link, { type: 'error', id, error: errorToWire(error) }),
     );
   }
 
@@ -151,15 +214,32 @@ export class TaskStoreHost {
 /** Worker side: a TaskStore whose calls are answered by a `TaskStoreHost` at the other end of `port`. */
 export class TaskStoreClient implements TaskStore {
   readonly #port: MessagePort;
-  readonly #pending = new Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void }>();
+  readonly #pending = new Map<number, Pending>();
+  /** Pending calls by the number of the message that carried them (what an `undeliverable` names). */
+  readonly #bySeq = new Map<number, number>();
   /** Local listeners per watched task id: the host is asked once per id. */
   readonly #watchers = new Map<string, Set<Listener>>();
+  readonly #timeoutMs: number;
+  readonly #onProblem: PortProblem;
   #nextId = 0;
+  /** Messages posted to the host and received from it (both count 'messageerror's): their positions pair undeliverables with calls. */
+  #sent = 0;
+  #received = 0;
   #closed = false;
 
-  constructor(port: MessagePort) {
+  constructor(port: MessagePort, options: TaskStoreClientOptions = {}) {
     this.#port = port;
-    port.on('message', (message: FromTaskStoreHost) => this.#onMessage(message));
+    this.#timeoutMs = options.callTimeoutMs ?? kDefaultCallTimeoutMs;
+    this.#onProblem = options.onProblem ?? warn;
+    port.on('message', (message: FromTaskStoreHost) => {
+      this.#received++;
+      this.#onMessage(message);
+    });
+    port.on('messageerror', (error: Error) => {
+      const seq = ++this.#received;
+      this.#onProblem(`sluice: a message from the task store could not be read (${error.message}); its call fails`);
+      this.#post({ op: 'undeliverable', seq });
+    });
     port.on('close', () => this.#shut());
     // Referenced only while a call waits for its answer: an idle client keeps no thread alive.
     port.unref();
@@ -217,17 +297,47 @@ export class TaskStoreClient implements TaskStore {
 
   #call(request: TaskStoreRequest): Promise<unknown> {
     if (this.#closed) return Promise.reject(closedError());
+    // What the host could not deserialise is refused here, before it is sent.
+    const problem = valueProblem(request, kMaxPortDepth);
+    if (problem !== undefined) return Promise.reject(new TypeError(`a task store call cannot cross threads: ${problem.message}`));
     const id = request.id = ++this.#nextId;
     return new Promise((resolve, reject) => {
       // Throws synchronously for what cannot be cloned: the call fails, nothing is pending.
       this.#port.postMessage(request);
+      const seq = ++this.#sent;
       if (this.#pending.size === 0) this.#port.ref();
-      this.#pending.set(id, { resolve, reject });
+      const timer = setTimeout(() => {
+        this.#onProblem(`sluice: a task store call (${request.op}) had no answer within ${this.#timeoutMs} ms; it fails`);
+        this.#settle(id, new Error(`the task store did not answer within ${this.#timeoutMs} ms`));
+      }, this.#timeoutMs);
+      timer.unref();
+      this.#pending.set(id, { resolve, reject, seq, timer });
+      this.#bySeq.set(seq, id);
     });
   }
 
   #post(message: ToTaskStoreHost): void {
-    if (!this.#closed) this.#port.postMessage(message);
+    if (this.#closed) return;
+    try {
+      this.#port.postMessage(message);
+      this.#sent++;
+    } catch (error) {
+      // A watch or an undeliverable notice is small plain data: only a closing port refuses it.
+      this.#onProblem(`sluice: could not post to the task store: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
+
+  /** Ends the pending call `id` with its answer or `error`; false when it was not pending. */
+  #settle(id: number, error: Error | undefined, value?: unknown): boolean {
+    const pending = this.#pending.get(id);
+    if (pending === undefined) return false;
+    this.#pending.delete(id);
+    this.#bySeq.delete(pending.seq);
+    clearTimeout(pending.timer);
+    if (this.#pending.size === 0) this.#port.unref();
+    if (error === undefined) pending.resolve(value);
+    else pending.reject(error);
+    return true;
   }
 
   #onMessage(message: FromTaskStoreHost): void {
@@ -245,12 +355,13 @@ export class TaskStoreClient implements TaskStore {
       }
       return;
     }
-    const pending = this.#pending.get(message.id);
-    if (pending === undefined) return;
-    this.#pending.delete(message.id);
-    if (this.#pending.size === 0) this.#port.unref();
-    if (message.type === 'result') pending.resolve(message.value);
-    else pending.reject(errorFromWire(message.error));
+    if (message.type === 'undeliverable') {
+      const id = this.#bySeq.get(message.seq);
+      if (id !== undefined) this.#settle(id, new TypeError('the task store could not read this call (a value that cannot cross threads)'));
+      return;
+    }
+    if (message.type === 'result') this.#settle(message.id, undefined, message.value);
+    else this.#settle(message.id, errorFromWire(message.error));
   }
 
   #shut(): void {
@@ -258,21 +369,50 @@ export class TaskStoreClient implements TaskStore {
     this.#closed = true;
     const pending = [...this.#pending.values()];
     this.#pending.clear();
+    this.#bySeq.clear();
     this.#watchers.clear();
-    for (const { reject } of pending) reject(closedError());
+    for (const { reject, timer } of pending) {
+      clearTimeout(timer);
+      reject(closedError());
+    }
   }
+}
+
+interface Pending {
+  readonly resolve: (value: unknown) => void;
+  readonly reject: (error: Error) => void;
+  /** The number of the message that carried the call. */
+  readonly seq: number;
+  readonly timer: ReturnType<typeof setTimeout>;
+}
+
+/** The host's side of one port: message counts both ways and the answers recently posted. */
+interface Link {
+  readonly port: MessagePort;
+  received: number;
+  sent: number;
+  /** Message number → call id, for the last kRecentAnswers answers. */
+  readonly answers: Map<number, number>;
+}
+
+/** Posts to the client, counting the message; `answer`: remember it, to fail its call if the client cannot read it. */
+function post(link: Link, message: FromTaskStoreHost, answer = false): boolean {
+  try {
+    link.port.postMessage(message);
+  } catch {
+    // Closed port or an uncloneable value: nothing more this port can be told of it.
+    return false;
+  }
+  const seq = ++link.sent;
+  if (answer && 'id' in message) {
+    link.answers.set(seq, message.id);
+    if (link.answers.size > kRecentAnswers) link.answers.delete(link.answers.keys().next().value!);
+  }
+  return true;
 }
 
 function closedError(): SluiceError {
   return new SluiceError('transport_closed', 'the task store port is closed');
-}
-
-function send(port: MessagePort, message: FromTaskStoreHost): void {
-  try {
-    port.postMessage(message);
-  } catch {
-    // Closed port or an uncloneable record: nothing more this port can be told.
-  }
 }
 
 function checkRunner(runner: unknown, prefix: string | undefined): void {

@@ -48,9 +48,13 @@ export const Counter = {
   ClusterSessionLookupsFailed: 22,
   /** Cluster mode: initialize, logging/setLevel and DELETE refused (503) because Redis could not take the change. */
   ClusterSessionWritesFailed: 23,
+  /** Messages between threads that could not be read on the far side ('messageerror'), and calls over a port past their deadline. */
+  PortProblems: 24,
+  /** Task creations, results and tasks/result waits refused by a client's own task quota (429). */
+  TaskQuotaRefused: 25,
 } as const;
 export type Counter = (typeof Counter)[keyof typeof Counter];
-const kCount = 24;
+const kCount = 26;
 /** Counters that are gauges: a dead thread's value is zeroed, since what it held went with it. */
 const kGauges: readonly Counter[] = [Counter.StreamBufferedBytes, Counter.TasksStored, Counter.TaskBytes, Counter.ClusterUp];
 
@@ -136,6 +140,8 @@ export function prometheusText(registry: RegistryCounters, server: ServerCounter
   metric('sluice_task_polls_refused_total', 'counter', 'tasks/get refused for polling faster than the poll interval allows.', server.sum(Counter.TaskPollsRefused));
   metric('sluice_tasks_stored', 'gauge', 'Tasks the node\'s task store holds (finished ones until they expire); the default store reports it.', server.sum(Counter.TasksStored));
   metric('sluice_task_stored_bytes', 'gauge', 'Bytes of task results and input the node\'s task store holds; the default store reports it.', server.sum(Counter.TaskBytes));
+  metric('sluice_port_problems_total', 'counter', 'Messages between threads the far side could not read, and calls between threads past their deadline (each answered with an error).', server.sum(Counter.PortProblems));
+  metric('sluice_task_quota_refused_total', 'counter', 'Task creations and tasks/result waits refused with 429 by a client\'s own task quota.', server.sum(Counter.TaskQuotaRefused));
   metric('sluice_slow_readers_closed_total', 'counter', 'Connections closed because their reader could not take the final response in time.', server.sum(Counter.SlowReadersClosed));
   if (cluster) {
     metric('sluice_cluster_up', 'gauge', 'Whether this node\'s link to Redis is up (1) or down (0).', server.sum(Counter.ClusterUp));

@@ -7,6 +7,8 @@ import { threadEntry } from '../thread-entry.js';
 import type { ProgressSink } from './context.js';
 import type { CallToolResult } from './define.js';
 import type { ProtocolErrorWire } from '../errors.js';
+import { ProtocolError } from '../errors.js';
+import { kMaxValueDepth, valueProblem } from '../tasks/value-bounds.js';
 
 /**
  * What a pool task sends back, as plain data: the tool's result (a failure other than a protocol
@@ -129,6 +131,9 @@ export class ToolPool {
   }
 
   async run(name: string, args: Record<string, unknown>, handle: TrackHandle, sink: ProgressSink | undefined, signal: AbortSignal, auth?: AuthInfo): Promise<PoolOutcome> {
+    // The arguments cross to a pool thread: refused here (JSON-RPC invalid params) if that thread could not read them.
+    const problem = valueProblem(args, kMaxValueDepth);
+    if (problem !== undefined) throw new ProtocolError(-32602, `arguments are ${problem.message}`);
     let channel: MessageChannel | undefined;
     if (sink !== undefined) {
       channel = new MessageChannel();

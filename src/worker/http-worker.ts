@@ -12,6 +12,8 @@ import type { TokenVerifierFunction } from '../auth/contract.js';
 import { startRuntime } from '../server/http-runtime.js';
 import { filterLog } from '../server/options.js';
 import { TaskStoreClient } from '../tasks/remote-store.js';
+import { Counter } from '../telemetry/counters.js';
+import type { ServerCounters } from '../telemetry/counters.js';
 import type { FromHttpWorker, HttpWorkerData, ToHttpWorker } from './messages.js';
 
 /** Longest wait for the pool to close on the crash path. */
@@ -45,7 +47,13 @@ export async function runHttpWorker(): Promise<void> {
   // Lines below the level are dropped here, before they cost a message to the supervisor.
   const log = filterLog(data.options.logLevel, (level, message) => send({ type: 'log', level, message }));
   // Tasks live in the supervisor: this thread reads and writes them over its port.
-  const taskClient = data.tasks === undefined ? undefined : new TaskStoreClient(data.tasks);
+  // A message to or from the store that could not cross, or a call past its deadline: logged and counted.
+  let counters: ServerCounters | undefined;
+  const portProblem = (message: string): void => {
+    counters?.add(Counter.PortProblems);
+    log('warn', message);
+  };
+  const taskClient = data.tasks === undefined ? undefined : new TaskStoreClient(data.tasks, { onProblem: portProblem });
   // Cluster mode: a runner names its node too, so a node's tasks can be failed when it is lost.
   const nodeId = data.options.cluster?.nodeId;
   const runner = nodeId === undefined ? String(threadId) : `${nodeId}/${threadId}`;
@@ -78,6 +86,7 @@ export async function runHttpWorker(): Promise<void> {
       tasks,
       sessionDirectory: sessionClient,
     }, data.adapter);
+    counters = runtime.counters;
     // A thread that ends with uWS sockets open aborts the whole process: on a crash (an error no
     // one caught, a rejection no one handled) close every socket first, then end this thread only.
     let crashed = false;
@@ -91,6 +100,8 @@ export async function runHttpWorker(): Promise<void> {
       const pause = (ms: number) => new Promise((r) => { setTimeout(r, ms); });
       void Promise.all([Promise.race([runtime.closePool(), pause(kCrashPoolCloseMs)]), pause(20)]).finally(() => exit(70));
     });
+    // A supervisor message this thread cannot read (none carries a client's value): logged and counted.
+    port.on('messageerror', (error) => portProblem(`sluice: a message from the supervisor could not be read: ${error.message}`));
     port.on('message', (message: ToHttpWorker) => {
       switch (message.type) {
         case 'response':

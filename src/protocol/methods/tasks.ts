@@ -1,10 +1,11 @@
 import { SluiceError } from '../../errors.js';
 import type { TaskRecord } from '../../tasks/task.js';
 import { isTerminal } from '../../tasks/task.js';
+import { kMaxValueDepth, valueProblem } from '../../tasks/value-bounds.js';
 import { Counter } from '../../telemetry/counters.js';
 import type { Method, Run } from '../run.js';
 import type { TaskHost } from '../tasks/task-run.js';
-import { kMetaRelatedTask, kNeedsTasksExtension, kTaskNotFound, legacyTask, modernTask, optedIn, taskIdOf, taskRowId } from '../tasks/wire.js';
+import { kMetaRelatedTask, kNeedsTasksExtension, kTaskNotFound, legacyTask, modernTask, optedIn, taskIdOf, taskRowId, withProgress } from '../tasks/wire.js';
 import { ErrorCode, ProtocolError, notificationBody } from '../wire.js';
 
 /** Tasks per tasks/list page. */
@@ -35,7 +36,7 @@ export class TaskMethods {
   /** 2025-11-25 experimental tasks (legacy era). */
   legacy(): Array<[string, Method]> {
     return [
-      ['tasks/get', { handler: (run, params) => this.#get(run, params).then(legacyTask) }],
+      ['tasks/get', { handler: (run, params) => this.#get(run, params).then((task) => withProgress(legacyTask(task), task)) }],
       ['tasks/result', { handler: (run, params) => this.#result(run, params) }],
       ['tasks/list', { handler: (run, params) => this.#list(run, params) }],
       ['tasks/cancel', { handler: (run, params) => this.#legacyCancel(run, params) }],
@@ -45,7 +46,7 @@ export class TaskMethods {
   /** The 2026-07-28 extension: tasks/result and tasks/list are not part of it (-32601). */
   modern(): Array<[string, Method]> {
     return [
-      ['tasks/get', { handler: (run, params) => this.#gate(params) ?? this.#get(run, params).then((task) => modernTask(task, true)) }],
+      ['tasks/get', { handler: (run, params) => this.#gate(params) ?? this.#get(run, params).then((task) => withProgress(modernTask(task, true), task)) }],
       ['tasks/update', { handler: (run, params) => this.#gate(params) ?? this.#update(run, params) }],
       ['tasks/cancel', { handler: (run, params) => this.#gate(params) ?? this.#modernCancel(run, params) }],
     ];
@@ -125,6 +126,10 @@ export class TaskMethods {
     const taskId = taskIdOf(params);
     const responses = params?.inputResponses;
     if (responses === null || typeof responses !== 'object' || Array.isArray(responses)) throw new ProtocolError(ErrorCode.InvalidParams, 'inputResponses must be an object');
+    // Bounded here, where it enters: the answers cross to the store's thread (or node), and a value
+    // too deep to be read there must be refused now, not lost on the way.
+    const problem = valueProblem(responses, kMaxValueDepth, this.#host.limits.maxTaskBytes);
+    if (problem !== undefined) throw new ProtocolError(ErrorCode.InvalidParams, `inputResponses is ${problem.message}`);
     const task = await this.#host.store.respond(taskId, run.info.scope, responses as Record<string, unknown>);
     if (task === undefined) throw kTaskNotFound;
     return {};
@@ -181,7 +186,12 @@ export class TaskMethods {
           asked.add(key);
           const sent = { ...request.params, _meta: { ...(request.params?._meta as Record<string, unknown> | undefined), [kMetaRelatedTask]: { taskId } } };
           this.#host.requestClient(run, request.method, sent).then(
-            (answer) => store.respond(taskId, owner, { [key]: answer }),
+            (answer) => {
+              // The client's answer crosses to the store like a tasks/update: the same bounds, and
+              // one past them reaches the task as a refused answer (its tool's request fails).
+              const problem = valueProblem(answer, kMaxValueDepth, this.#host.limits.maxTaskBytes);
+              return store.respond(taskId, owner, { [key]: problem === undefined ? answer : { error: `the client's answer was refused: it is ${problem.message}` } });
+            },
             (error: unknown) => store.respond(taskId, owner, { [key]: { error: error instanceof Error ? error.message : String(error) } }),
           ).catch(() => { /* the task ended meanwhile */ });
         }
