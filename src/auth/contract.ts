@@ -36,6 +36,13 @@ export interface AuthOptions {
   /** A cached JWKS older than this is refetched before use. Default 600 000 ms (10 min). (Added.) */
   readonly jwksMaxAgeMs?: number | undefined;
   /**
+   * Accepted token types, by the JWT's `typ` header: `'at+jwt'` (RFC 9068 access tokens, also
+   * written `application/at+jwt`) and `'JWT'` (a plain JWT, or no `typ` at all). Any other `typ`
+   * (an ID token's, a DPoP proof's…) is refused with 401. Default both; `['at+jwt']` insists on
+   * RFC 9068 access tokens. (Added.)
+   */
+  readonly tokenTypes?: readonly ('at+jwt' | 'JWT')[] | undefined;
+  /**
    * Verifies a token another way (opaque tokens, introspection) instead of as a JWT. In-process
    * servers only; with a tools module, export `verifyToken` from it instead.
    */

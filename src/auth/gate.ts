@@ -79,7 +79,7 @@ export class AuthGate {
     this.#log = log;
     ({ url: this.metadataUrl, path: this.metadataPath } = metadataLocation(auth.audience));
     if (verify === undefined) {
-      const jwt = new JwtVerifier(auth);
+      const jwt = new JwtVerifier(auth, log);
       this.#jwt = jwt;
       this.#verify = (token) => jwt.verify(token);
     } else {
@@ -106,7 +106,11 @@ export class AuthGate {
     } catch (error) {
       if (error instanceof TokenRejected) return this.#invalidToken(error.description);
       if (error instanceof AuthUnavailable) {
-        this.#log(`sluice: cannot verify tokens: ${error.message}`);
+        // One failure object stands for a whole cooldown (see JwksCache): logged once.
+        if (!error.reported) {
+          error.reported = true;
+          this.#log(`sluice: cannot verify tokens: ${error.message}`);
+        }
         return new AuthRefusal(503, undefined, 'Service Unavailable: the authorization server\'s keys cannot be fetched');
       }
       // A user verifier that throws refuses the token (its contract): say nothing of why.

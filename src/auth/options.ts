@@ -20,7 +20,12 @@ export interface ResolvedAuth {
   readonly scopeImplies: Readonly<Record<string, readonly string[]>>;
   readonly jwksCooldownMs: number;
   readonly jwksMaxAgeMs: number;
+  /** Accepted `typ` headers, lower case without `application/` ('at+jwt', 'jwt'). */
+  readonly tokenTypes: readonly string[];
 }
+
+/** The `typ` values `auth.tokenTypes` may list: RFC 9068 access tokens, and plain JWTs (or no `typ`). */
+export const kTokenTypes: readonly string[] = Object.freeze(['at+jwt', 'JWT']);
 
 /** Asymmetric JWS algorithms jose verifies; HMAC and `none` are never accepted (a public key is no secret). */
 export const kAsymmetricAlgorithms: readonly string[] = Object.freeze([
@@ -79,6 +84,13 @@ export function resolveAuth(auth: unknown): ResolvedAuth | undefined {
     }
     algorithms = Object.freeze([...(o.algorithms as string[])]);
   }
+  let tokenTypes: readonly string[] = Object.freeze(['at+jwt', 'jwt']);
+  if (o.tokenTypes !== undefined) {
+    if (!Array.isArray(o.tokenTypes) || o.tokenTypes.length === 0 || !o.tokenTypes.every((t) => typeof t === 'string' && kTokenTypes.includes(t))) {
+      throw invalid(`auth.tokenTypes must be a non-empty array of ${kTokenTypes.map((t) => JSON.stringify(t)).join(', ')}, got ${show(o.tokenTypes)}`);
+    }
+    tokenTypes = Object.freeze([...new Set((o.tokenTypes as string[]).map((t) => t.toLowerCase()))]);
+  }
   if (o.verify !== undefined && typeof o.verify !== 'function') throw invalid(`auth.verify must be a function, got ${show(o.verify)}`);
   return {
     audience,
@@ -91,6 +103,7 @@ export function resolveAuth(auth: unknown): ResolvedAuth | undefined {
     scopeImplies: closeHierarchy(o.scopeImplies),
     jwksCooldownMs: integer('auth.jwksCooldownMs', o.jwksCooldownMs, 30_000, 0, 2 ** 31 - 1),
     jwksMaxAgeMs: integer('auth.jwksMaxAgeMs', o.jwksMaxAgeMs, 600_000, 1000, 2 ** 31 - 1),
+    tokenTypes,
   };
 }
 

@@ -68,9 +68,10 @@ export class JwtVerifier {
   /** Token text → its verified facts and until when they may be reused (see kVerifiedTtlMs). */
   readonly #verified = new Map<string, { readonly token: VerifiedToken; readonly until: number }>();
 
-  constructor(auth: ResolvedAuth) {
+  /** `warn`: where a JWKS key that cannot be used is reported (once per key set). */
+  constructor(auth: ResolvedAuth, warn?: (message: string) => void) {
     this.#auth = auth;
-    const policy: FetchPolicy = { cooldownMs: auth.jwksCooldownMs, maxAgeMs: auth.jwksMaxAgeMs, timeoutMs: kFetchTimeoutMs };
+    const policy: FetchPolicy = { cooldownMs: auth.jwksCooldownMs, maxAgeMs: auth.jwksMaxAgeMs, timeoutMs: kFetchTimeoutMs, warn };
     this.#policy = policy;
     this.#configured = auth.jwks === undefined ? undefined : new JwksCache(auth.jwks, policy);
     if (auth.jwks === undefined) for (const issuer of auth.issuers) this.#discovery.set(issuer, new IssuerDiscovery(issuer, policy));
@@ -114,8 +115,9 @@ export class JwtVerifier {
     if (typeof issuer !== 'string' || !this.#auth.issuers.includes(issuer)) throw new TokenRejected('iss claim check failed');
     const keys = this.#configured ?? await this.#issuerKeys(issuer);
     let payload: JWTPayload;
+    let typ: string | undefined;
     try {
-      ({ payload } = await jwtVerify(token, keys.getKey, {
+      ({ payload, protectedHeader: { typ } } = await jwtVerify(token, keys.getKey, {
         issuer,
         audience: this.#auth.audience,
         algorithms: this.#auth.algorithms as string[],
@@ -126,6 +128,12 @@ export class JwtVerifier {
       if (error instanceof errors.JOSEError) throw new TokenRejected(describe(error));
       throw error; // AuthUnavailable, or a bug: not the token's fault
     }
+    // RFC 7515 §4.1.9: `typ` is a media type, `application/` may be left out, case does not
+    // matter. No `typ` at all counts as a plain JWT (RFC 7519 §5.1).
+    const type = typ === undefined ? 'jwt' : typ.toLowerCase().replace(/^application\//, '');
+    if (!this.#auth.tokenTypes.includes(type)) throw new TokenRejected('typ header not accepted');
+    // jose checks `iat` only against a maximum age; one in the future names a token not yet issued.
+    if (payload.iat !== undefined && payload.iat > Date.now() / 1000 + this.#auth.clockToleranceSec) throw new TokenRejected('iat claim check failed');
     const subject = payload[this.#auth.principalClaim];
     if (typeof subject !== 'string' || subject === '') throw new TokenRejected(`${this.#auth.principalClaim} claim missing`);
     return { subject, scopes: scopesOf(payload), expiresAt: payload.exp!, claims: payload };
