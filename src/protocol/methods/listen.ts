@@ -82,11 +82,17 @@ export class Listeners {
     const unwatch: Array<() => void> = [];
     for (const task of tasks) {
       let last = task.version;
+      let sent = shownState(modernTask(task, true));
       unwatch.push(this.#tasks!.watch(task.taskId, (now) => {
         if (now === undefined || now.version === last) return;
         last = now.version;
-        // The full task as tasks/get would return it then (no progress or log messages here).
-        run.notify(notificationBody('notifications/tasks', { ...modernTask(now, true), _meta: meta }));
+        // The full task as tasks/get would return it then (no progress or log messages here), and
+        // only when that changed: a progress write alone changes nothing this shape shows but its time.
+        const shown = modernTask(now, true);
+        const text = shownState(shown);
+        if (text === sent) return;
+        sent = text;
+        run.notify(notificationBody('notifications/tasks', { ...shown, _meta: meta }));
       }));
     }
     return new Promise((resolve) => {
@@ -103,4 +109,9 @@ export class Listeners {
       run.signal.addEventListener('abort', () => listener.end(), { once: true });
     });
   }
+}
+
+/** A task as notifications/tasks shows it, but its lastUpdatedAt: what a new notification must change. */
+function shownState(task: Record<string, unknown>): string {
+  return JSON.stringify({ ...task, lastUpdatedAt: undefined });
 }

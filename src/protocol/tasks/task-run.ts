@@ -153,6 +153,7 @@ export class TaskRun {
     this.#unwatch = this.#host.store.watch(this.taskId, (task) => this.#changed(task));
     this.#open();
     this.#follow(output);
+    if (this.#progress !== undefined && !this.#progressBusy) this.#flushProgress();
   }
 
   /** Shutdown: the task ends as failed (it did not finish), and its tool is cancelled as by a client. */
@@ -315,12 +316,15 @@ export class TaskRun {
 
   // ---- progress ------------------------------------------------------------------------------
 
-  /** 2025-11-25 only: a task's progress token stays valid for its life (2026-07-28 tasks carry none). */
-  #progressSink(): ProgressSink | undefined {
-    if (this.progressToken === undefined) return undefined;
+  /**
+   * Progress goes to the task's record in both dialects, so a client that polls tasks/get sees the
+   * latest; 2025-11-25 tasks/result also streams it with the call's progress token (2026-07-28 tasks
+   * carry none). Progress made before the task is stored waits for it (and goes if it never is).
+   */
+  #progressSink(): ProgressSink {
     return (progress, total, message) => {
       this.#progress = { progress, total, message };
-      if (!this.#progressBusy) this.#flushProgress();
+      if (this.#created && !this.#progressBusy) this.#flushProgress();
     };
   }
 

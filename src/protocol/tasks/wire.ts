@@ -5,10 +5,13 @@
  * `resultType: "task"`, `ttlMs`/`pollIntervalMs`, inlined result/error/inputRequests).
  */
 import type { TaskRecord } from '../../tasks/task.js';
+import { isTerminal } from '../../tasks/task.js';
 import { ErrorCode, ProtocolError, kMetaClientCapabilities } from '../wire.js';
 
 export const kTasksExtension = 'io.modelcontextprotocol/tasks';
 export const kMetaRelatedTask = 'io.modelcontextprotocol/related-task';
+/** Where a task record that tasks/get returns carries the tool's latest progress (`{ progress, total?, message? }`). */
+export const kMetaTaskProgress = 'sluice/progress';
 
 /** The registry row of a task's running tool (in its owner's scope). */
 export function taskRowId(taskId: string): string {
@@ -72,5 +75,22 @@ export function modernTask(task: TaskRecord, detailed: boolean): Record<string, 
   if (task.status === 'completed' && task.resultJson !== undefined) out.result = { ...JSON.parse(task.resultJson) as Record<string, unknown>, resultType: 'complete' };
   else if (task.status === 'failed') out.error = task.error ?? { code: ErrorCode.InternalError, message: task.statusMessage ?? 'Task failed' };
   else if (task.status === 'input_required') out.inputRequests = task.inputRequests ?? {};
+  return out;
+}
+
+/**
+ * tasks/get of an unfinished task: its latest progress, as both dialects allow (a client that polls
+ * sees no notifications/progress). `statusMessage` says it in words when the task has no message of
+ * its own; `_meta["sluice/progress"]` has the numbers. A finished task reports none (progress ends
+ * with the task).
+ */
+export function withProgress(out: Record<string, unknown>, task: TaskRecord): Record<string, unknown> {
+  const p = task.progress;
+  if (p === undefined || isTerminal(task.status)) return out;
+  const progress: Record<string, unknown> = { progress: p.progress };
+  if (p.total !== undefined) progress.total = p.total;
+  if (p.message !== undefined) progress.message = p.message;
+  out._meta = { [kMetaTaskProgress]: progress };
+  out.statusMessage ??= p.message ?? `progress ${p.progress}${p.total === undefined ? '' : `/${p.total}`}`;
   return out;
 }
