@@ -2,6 +2,7 @@ import { UsageError, choiceFlag, integerFlag } from './flags.js';
 import { call, list } from './client-commands.js';
 import type { ClientFlags } from './client-commands.js';
 import { serve } from './serve.js';
+import { bench } from './bench.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -15,6 +16,9 @@ const kUsage = `Usage:
   sluice list <url> [--bearer token] [--json]
                                list the tools, resources and prompts a server offers
   sluice list --stdio "<command>" [--json]
+  sluice bench <url | -- command args…> [--tool name] [--connections n] [--duration 30s] …
+                               load any MCP server and report req/s, latency percentiles, errors
+                               (\`sluice bench --help\` lists its options)
   sluice --version
 
   <url> is the MCP endpoint: http://127.0.0.1:3000/mcp; "127.0.0.1:3000" means the same
@@ -31,6 +35,9 @@ Options of serve:
   --http <kind>        auto | uws | node (default auto: uWebSockets.js, else node:http with a warning)
   --stdio              serve over stdin/stdout instead of HTTP
   --metrics            serve Prometheus text at GET /metrics
+  --metrics-port <p>   serve /metrics on this port of its own instead (implies --metrics; the MCP
+                       port then answers 404 for it)
+  --metrics-host <h>   address of the /metrics listener (default 127.0.0.1; needs --metrics-port)
   --no-sessions        no legacy MCP-Session-Id sessions
   --cancel-on-disconnect
                        legacy era: a client that disconnects cancels its requests (the 2026-07-28
@@ -91,6 +98,8 @@ export async function main(argv: readonly string[]): Promise<number> {
 
 async function run(argv: readonly string[]): Promise<number> {
   const command = argv[0];
+  // bench has its own flags (and `--` before a stdio command): see src/cli/bench.ts.
+  if (command === 'bench') return bench(argv.slice(1));
   let parsed;
   try {
     parsed = parseArgs({
@@ -105,6 +114,8 @@ async function run(argv: readonly string[]): Promise<number> {
         // `serve --stdio` is a switch; `call/list --stdio "<command>"` takes the command to spawn.
         stdio: { type: command === 'call' || command === 'list' ? 'string' : 'boolean' },
         metrics: { type: 'boolean' },
+        'metrics-port': { type: 'string' },
+        'metrics-host': { type: 'string' },
         'no-sessions': { type: 'boolean' },
         'cancel-on-disconnect': { type: 'boolean' },
         'cors-origin': { type: 'string', multiple: true },
@@ -157,7 +168,7 @@ async function run(argv: readonly string[]): Promise<number> {
     case 'call': return call(positionals.slice(1), client);
     case 'list': return list(positionals.slice(1), client);
     case 'serve': return serve(positionals.slice(1), values);
-    default: throw new UsageError(`unknown command ${positionals[0]} (commands: serve, call, list)`);
+    default: throw new UsageError(`unknown command ${positionals[0]} (commands: serve, call, list, bench)`);
   }
 }
 

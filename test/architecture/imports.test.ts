@@ -29,8 +29,9 @@ const kLayers: readonly (readonly string[])[] = [
   /* 6 */ ['src/transport/'],
   /* 7 */ ['src/supervisor/', 'src/server/', 'src/worker/', 'src/workers/'],
   /* 8 */ ['src/client/'], // only the CLI (and the public entry) may use the client; its own imports: kClientMayImport
-  /* 9 */ ['src/cli/'],
-  /* 10 */ ['src/index.ts'], // the public API: nothing inside src/ imports it
+  /* 9 */ ['src/loadgen/'], // sluice bench's load generator: speaks MCP as a client, knows nothing of the server
+  /* 10 */ ['src/cli/'],
+  /* 11 */ ['src/index.ts'], // the public API: nothing inside src/ imports it
 ];
 
 /** The client talks to any MCP server: it imports the wire constants and the errors, nothing of the server. */

@@ -1,0 +1,113 @@
+/**
+ * Before the load: settle the era (server/discover answered means 2026-07-28, else legacy
+ * initialize, as the Sluice client negotiates; or the era forced by --era), then send the load
+ * request once. A target that cannot be reached, is not MCP, refuses the token or lacks the tool
+ * fails here with a BenchUsageError (exit 2), naming the server's tools when the tool is missing.
+ */
+import { kLegacyVersions, kModernVersion } from '../protocol/wire.js';
+import type { BenchOptions, Negotiated } from './options.js';
+import { OpenError } from './target.js';
+import type { Target } from './target.js';
+import { makeTarget } from './targets.js';
+import type { Outcome } from './wire.js';
+
+/** The run cannot start as asked: exit 2, with this message. */
+export class BenchUsageError extends Error {}
+
+/** The time each probe request may take. */
+const kProbeTimeoutMs = 10_000;
+
+function where(options: BenchOptions): string {
+  return options.target.kind === 'http' ? options.target.url : `the stdio server (${[options.target.command, ...options.target.args].join(' ')})`;
+}
+
+/** One request on a fresh connection; the connection is closed after. */
+async function once(options: BenchOptions, negotiated: Negotiated, method: string, name: string | undefined = undefined): Promise<{ outcome: Outcome; target: Target }> {
+  const target = makeTarget({ ...options, method: method as BenchOptions['method'], name: name ?? options.name, sessionPerCall: false }, negotiated);
+  try {
+    await withTimeout(target.open(), `opening a session with ${where(options)}`);
+  } catch (error) {
+    await target.close().catch(() => {});
+    if (error instanceof OpenError) throw new BenchUsageError(`${where(options)}: ${error.message}`);
+    throw error;
+  }
+  const outcome = await withTimeout(new Promise<Outcome>((resolve) => target.call(1, (o) => resolve(o))), `an answer from ${where(options)}`, () => target.abort('timeout', ''));
+  return { outcome, target };
+}
+
+function withTimeout<T>(promise: Promise<T>, what: string, onTimeout?: () => void): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => { onTimeout?.(); reject(new BenchUsageError(`timed out after ${kProbeTimeoutMs / 1000} s waiting for ${what}`)); }, kProbeTimeoutMs);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+/** Why an outcome means the target is not usable, for people. */
+function refusal(outcome: Outcome, options: BenchOptions, what: string): string {
+  const detail = outcome.detail ?? outcome.kind;
+  if (outcome.kind === 'reset' && /could not connect/.test(detail)) return `${detail}: is a server listening at ${where(options)}?`;
+  if (outcome.kind === 'invalid') return `${where(options)} does not answer like an MCP server (${what}: ${detail})`;
+  if (outcome.kind === 'http' && outcome.code === 401) return detail;
+  return `${what} failed: ${detail}`;
+}
+
+/** Settles the era and checks the load request works once. */
+export async function probe(options: BenchOptions): Promise<Negotiated> {
+  const negotiated = await negotiate(options);
+  const { outcome, target } = await once(options, negotiated, options.method);
+  await target.close().catch(() => {});
+  if (outcome.kind === 'ok') return negotiated;
+  if (outcome.kind === 'tool' || outcome.kind === 'rpc') {
+    if (options.method === 'tools/call') {
+      const tools = await toolNames(options, negotiated);
+      if (tools !== undefined && !tools.includes(options.name ?? '')) {
+        throw new BenchUsageError(`${where(options)} has no tool ${JSON.stringify(options.name)}; its tools: ${tools.length === 0 ? '(none)' : tools.join(', ')}`);
+      }
+    }
+    // A tool that answers isError may do so on purpose: the run counts it. A JSON-RPC error will not go away.
+    if (outcome.kind === 'tool') return negotiated;
+  }
+  throw new BenchUsageError(refusal(outcome, options, `the first ${options.method}${options.name === undefined ? '' : ` ${options.name}`}`));
+}
+
+async function negotiate(options: BenchOptions): Promise<Negotiated> {
+  if (options.era === 'legacy') return openLegacy(options);
+  const modern: Negotiated = { era: 'modern', version: kModernVersion };
+  if (options.era === '2026-07-28') return modern;
+  const { outcome, target } = await once(options, modern, 'server/discover');
+  await target.close().catch(() => {});
+  if (outcome.kind === 'ok') return modern;
+  if (outcome.kind === 'http' && outcome.code === 401) throw new BenchUsageError(refusal(outcome, options, 'server/discover'));
+  if (outcome.kind === 'reset' && /could not connect/.test(outcome.detail ?? '')) throw new BenchUsageError(refusal(outcome, options, 'server/discover'));
+  return openLegacy(options);
+}
+
+/** Legacy: a session must start (initialize); the version the server agreed to is kept. */
+async function openLegacy(options: BenchOptions): Promise<Negotiated> {
+  const negotiated: Negotiated = { era: 'legacy', version: kLegacyVersions[0] };
+  const target = makeTarget({ ...options, method: 'ping', sessionPerCall: false }, negotiated);
+  try {
+    await withTimeout(target.open(), `initialize from ${where(options)}`);
+  } catch (error) {
+    if (error instanceof OpenError) {
+      const message = error.message;
+      if (/401/.test(message)) throw new BenchUsageError(message.replace(/^initialize failed: /, ''));
+      if (/could not connect/.test(message)) throw new BenchUsageError(`${message.replace(/^initialize failed: /, '')}: is a server listening at ${where(options)}?`);
+      throw new BenchUsageError(`${where(options)} does not answer like an MCP server (${message})`);
+    }
+    throw error;
+  } finally {
+    await target.close().catch(() => {});
+  }
+  return negotiated;
+}
+
+/** The server's tool names (first page), or undefined when tools/list fails. */
+async function toolNames(options: BenchOptions, negotiated: Negotiated): Promise<string[] | undefined> {
+  const { outcome, target } = await once({ ...options, method: 'tools/list' }, negotiated, 'tools/list');
+  await target.close().catch(() => {});
+  const tools = outcome.kind === 'ok' ? (outcome.result as { tools?: unknown }).tools : undefined;
+  if (!Array.isArray(tools)) return undefined;
+  return tools.map((t: { name?: unknown }) => String(t?.name));
+}
