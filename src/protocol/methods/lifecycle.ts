@@ -6,10 +6,18 @@ import { ErrorCode, ProtocolError, kLegacyVersions, kModernVersion } from '../wi
 
 type Config = Pick<EngineConfig, 'serverInfo' | 'instructions'>;
 
-/** Legacy lifecycle: initialize, ping, logging/setLevel. */
+/** The revision whose initialize may declare `tasks`: experimental tasks exist only in 2025-11-25. */
+const kTasksRevision = '2025-11-25';
+
+/**
+ * Legacy lifecycle: initialize, ping, logging/setLevel. initialize declares the capabilities of the
+ * revision it negotiates: `tasks` only at 2025-11-25 (earlier revisions have no tasks).
+ */
 export function legacyLifecycle(config: Config, capabilities: Record<string, unknown>): Array<[string, Method]> {
+  const { tasks: _tasks, ...withoutTasks } = capabilities;
+  const byVersion = (version: string): Record<string, unknown> => version === kTasksRevision ? capabilities : withoutTasks;
   return [
-    ['initialize', { handler: (_run, params) => initialize(config, capabilities, params) }],
+    ['initialize', { handler: (_run, params) => initialize(config, byVersion, params) }],
     ['ping', { handler: () => ({}) }],
     ['logging/setLevel', { handler: setLevel }],
   ];
@@ -27,10 +35,10 @@ export function modernLifecycle(config: Config, capabilities: Record<string, unk
   return [['server/discover', { handler: () => discover }]];
 }
 
-function initialize(config: Config, capabilities: Record<string, unknown>, params: Record<string, unknown> | undefined): Record<string, unknown> {
+function initialize(config: Config, capabilities: (version: string) => Record<string, unknown>, params: Record<string, unknown> | undefined): Record<string, unknown> {
   const requested = params?.protocolVersion;
   const version = typeof requested === 'string' && (kLegacyVersions as readonly string[]).includes(requested) ? requested : kLegacyVersions[0];
-  const result: Record<string, unknown> = { protocolVersion: version, capabilities, serverInfo: config.serverInfo };
+  const result: Record<string, unknown> = { protocolVersion: version, capabilities: capabilities(version), serverInfo: config.serverInfo };
   if (config.instructions !== undefined) result.instructions = config.instructions;
   return result;
 }
