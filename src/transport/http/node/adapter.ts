@@ -17,7 +17,9 @@ export function listenNode(options: AdapterOptions): Promise<Listening> {
   const sockets = new Set<Socket>();
   let active = 0;
   let closing = false;
-  const requestTimeout = options.bodyTimeoutMs + 5_000;
+  // The body deadline is node's own: the whole request must arrive within bodyTimeoutMs (a timer per
+  // request of ours would cost more than node's sweep of its connections, which runs anyway).
+  const requestTimeout = options.bodyTimeoutMs;
   // Node requires headersTimeout <= requestTimeout.
   const headersTimeout = Math.min(10_000, requestTimeout);
   // Node enforces headersTimeout/requestTimeout only when it sweeps its connections, every 30 s by
@@ -32,11 +34,11 @@ export function listenNode(options: AdapterOptions): Promise<Listening> {
       return;
     }
     active++;
-    res.once('close', () => { active--; });
     // While shutting down, tell keep-alive clients not to reuse the connection.
     if (closing) res.shouldKeepAlive = false;
-    options.handler(new NodeExchange(req, res, options));
+    options.handler(new NodeExchange(req, res, options, onExchangeClosed));
   });
+  const onExchangeClosed = () => { active--; };
   server.maxHeadersCount = kMaxHeaderCount + 1;
   server.on('connection', (socket: Socket) => {
     sockets.add(socket);
@@ -44,7 +46,8 @@ export function listenNode(options: AdapterOptions): Promise<Listening> {
   });
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => {
     if (!socket.writable) return socket.destroy();
-    const status = error.code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large' : '400 Bad Request';
+    // ERR_HTTP_REQUEST_TIMEOUT: the request (a stalled body) did not arrive within requestTimeout.
+    const status = error.code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large' : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? '408 Request Timeout' : '400 Bad Request';
     socket.end(`HTTP/1.1 ${status}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
     // Closing with the rest of an oversized request unread resets the connection, and the client
     // may lose the answer: what it still sends is read and dropped, for a second at most.
@@ -95,8 +98,10 @@ class NodeExchange implements Exchange {
   readonly #headers = new Map<string, string>();
   #onAbort: (() => void) | undefined;
   #onDrain: (() => void) | undefined;
+  /** The body read in progress (slow path only): told `undefined` when the exchange closes first. */
+  #pendingBody: BodyCallback | undefined;
 
-  constructor(req: IncomingMessage, res: ServerResponse, options: AdapterOptions) {
+  constructor(req: IncomingMessage, res: ServerResponse, options: AdapterOptions, onClosed: () => void) {
     this.#req = req;
     this.#res = res;
     this.#options = options;
@@ -114,9 +119,14 @@ class NodeExchange implements Exchange {
       repeated ??= collectHeader(this.#headers, name, raw[i + 1], all);
     }
     this.duplicateHeader = repeated;
-    res.once('close', () => {
+    // One listener for the adapter's count and the abort (a response closes once: no once wrapper).
+    res.on('close', () => {
+      onClosed();
       if (!res.writableFinished && !this.aborted) {
         this.aborted = true;
+        const pending = this.#pendingBody;
+        this.#pendingBody = undefined;
+        pending?.(undefined);
         this.#onAbort?.();
       }
     });
@@ -135,32 +145,33 @@ class NodeExchange implements Exchange {
     const max = Math.min(limit, this.#options.maxBodyBytes);
     const declared = Number(this.#headers.get('content-length'));
     if (declared > max) return done(this.#tooLarge());
-    {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      const timer = setTimeout(() => {
-        cleanup();
-        this.respond(408, [['connection', 'close']], '');
-        this.#req.destroy();
-        done(undefined);
-      }, this.#options.bodyTimeoutMs);
-      const onData = (chunk: Buffer) => {
-        size += chunk.length;
-        if (size > max) {
-          cleanup();
-          done(this.#tooLarge());
-          return;
-        }
-        chunks.push(chunk);
-      };
-      const onEnd = () => { cleanup(); done(Buffer.concat(chunks, size)); };
-      const onGone = () => { cleanup(); done(undefined); };
-      const cleanup = () => {
-        clearTimeout(timer);
-        this.#req.off('data', onData).off('end', onEnd).off('aborted', onGone).off('error', onGone);
-      };
-      this.#req.on('data', onData).once('end', onEnd).once('aborted', onGone).once('error', onGone);
+    const req = this.#req;
+    // Fast path: the parser has already seen the whole message (the endpoint read after awaiting,
+    // e.g. authentication), so it sits in the stream's buffer: take it at once, with no listener.
+    if (req.complete && !req.readableFlowing) {
+      const body = (req.read() as Buffer | null) ?? Buffer.alloc(0);
+      return done(body.length > max ? this.#tooLarge() : body);
     }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const finish = (body: Buffer | 'too_large' | undefined) => {
+      if (this.#pendingBody !== done) return; // settled already (the exchange closed, or too large)
+      this.#pendingBody = undefined;
+      done(body);
+    };
+    // No timer of our own: node:http answers 408 and closes when the whole request has not arrived
+    // within requestTimeout (= bodyTimeoutMs), which closes the response and settles this read.
+    this.#pendingBody = done;
+    // `on`, not `once`, and never removed: the request ends once, and a settled read ignores what
+    // comes after. (No 'error' listener: IncomingMessage emits 'error' only to listeners, and an
+    // abort closes the response, which settles the read.)
+    req.on('data', (chunk: Buffer) => {
+      if (this.#pendingBody !== done) return;
+      size += chunk.length;
+      if (size > max) return finish(this.#tooLarge());
+      chunks.push(chunk);
+    });
+    req.on('end', () => finish(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size)));
   }
 
   #tooLarge(): 'too_large' {
@@ -172,18 +183,14 @@ class NodeExchange implements Exchange {
 
   respond(status: number, headers: readonly (readonly [string, string])[], body: string): void {
     if (this.aborted || this.#res.headersSent) return;
-    const res = this.#res;
-    res.statusCode = status;
-    for (const [k, v] of headers) res.setHeader(k, v);
-    res.setHeader('content-length', Buffer.byteLength(body));
-    res.end(body);
+    const flat = flatHeaders(headers);
+    flat.push('content-length', String(Buffer.byteLength(body)));
+    this.#res.writeHead(status, flat).end(body);
   }
 
   startStream(status: number, headers: readonly (readonly [string, string])[]): void {
     if (this.aborted || this.#res.headersSent) return;
-    this.#res.statusCode = status;
-    for (const [k, v] of headers) this.#res.setHeader(k, v);
-    this.#res.flushHeaders();
+    this.#res.writeHead(status, flatHeaders(headers)).flushHeaders();
   }
 
   write(chunk: string): boolean {
@@ -213,4 +220,14 @@ class NodeExchange implements Exchange {
     this.#res.destroy();
     this.#onAbort?.();
   }
+}
+
+/**
+ * Headers as one flat [name, value, …] list: writeHead takes it as is (nothing was set with
+ * setHeader), where a setHeader per header would validate and store each in a headers object first.
+ */
+function flatHeaders(headers: readonly (readonly [string, string])[]): string[] {
+  const flat: string[] = [];
+  for (const [k, v] of headers) flat.push(k, v);
+  return flat;
 }
