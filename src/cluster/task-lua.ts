@@ -17,7 +17,8 @@
  * - P node:<node>     a node's heartbeat, PX 3 × heartbeatMs;
  * - P bytes           the payload bytes of every task kept (maxStoredBytes), changed with the task;
  * - P seq             creation counter (orders lists and positions cursors);
- * - P cursor-key      the HMAC key of list cursors, set once (SET NX), shared by every node.
+ * - P cursor-key      the HMAC key of list cursors, set once (SET NX), shared by every node;
+ * - P gone:<id>       tombstone of a task whose create failed on its node (the create script refuses it).
  * Channel P task:<id> carries each new version of the task (the hash's fields as a flat array,
  * encoded with cmsgpack, read with msgpackr), or an empty message when the task is deleted.
  * msgpack over JSON, measured on a typical completed task (560 bytes as JSON): 470 bytes, decode
@@ -116,6 +117,7 @@ end
 const kCreate = `
 local id, owner, node = ARGV[4], ARGV[5], ARGV[6]
 local k = tkey(id)
+if redis.call('EXISTS', P .. 'gone:' .. id) == 1 then return 'gone' end
 if redis.call('EXISTS', k) == 1 then return 'duplicate' end
 local tasks, ok = P .. 'tasks', P .. 'owner:' .. owner
 local maxTasks, maxPer = tonumber(ARGV[7]), tonumber(ARGV[8])
@@ -220,12 +222,14 @@ return n
 `;
 
 /**
- * Every node runs it every heartbeat (idempotent): expires what is past its lifetime, and fails the
+ * Every node runs it every heartbeat (idempotent): expires what is past its lifetime, and (ARGV 5
+ * '1': the caller has been connected long enough for every live node to have heartbeated) fails the
  * unfinished tasks of every node whose heartbeat is gone. ARGV 4 reason. Returns {expired, failed}.
  */
 const kSweep = `
 local expired = sweep_expired(1000)
 local failed = 0
+if ARGV[5] ~= '1' then return {expired, failed} end
 for _, node in ipairs(redis.call('SMEMBERS', P .. 'nodes')) do
   if redis.call('EXISTS', P .. 'node:' .. node) == 0 then
     local running = P .. 'running:' .. node
@@ -241,6 +245,18 @@ for _, node in ipairs(redis.call('SMEMBERS', P .. 'nodes')) do
   end
 end
 return {expired, failed}
+`;
+
+/**
+ * A create that failed on its node (timed out, link lost) and may have been stored anyway, or may
+ * still arrive: the task goes, and a tombstone (ARGV 5: PX, the task's key lifetime) refuses it.
+ * ARGV 4 id.
+ */
+const kForget = `
+local id = ARGV[4]
+redis.call('SET', P .. 'gone:' .. id, '1', 'PX', ARGV[5])
+if redis.call('EXISTS', tkey(id)) == 1 then remove(id) end
+return 1
 `;
 
 /** ARGV 4 node, 5 heartbeat PX. */
@@ -280,6 +296,7 @@ export const kScripts = {
   runnerLost: kPrelude + kRunnerLost,
   sweep: kPrelude + kSweep,
   heartbeat: kPrelude + kHeartbeat,
+  forget: kPrelude + kForget,
   list: kPrelude + kList,
 } as const;
 

@@ -74,6 +74,9 @@ const kScriptTable: Readonly<Record<ScriptName, Script>> = Object.fromEntries(
 
 const kStatuses: ReadonlySet<string> = new Set<TaskStatus>(['working', 'input_required', 'completed', 'failed', 'cancelled']);
 
+/** Failed creates remembered for their tombstone at once (each a task id and a number). */
+const kMaxAbandoned = 10_000;
+
 /** Tries of a change computed from a version another node changed meanwhile, before giving up. */
 const kMaxRetries = 64;
 
@@ -95,6 +98,20 @@ export class RedisTaskStore implements TaskStore {
   #cursorKey: Buffer | undefined;
   #ticking = false;
   #closed = false;
+  /**
+   * Since when (this store's clock) every Redis round trip has succeeded; undefined after a failure
+   * until the next heartbeat lands. Dead nodes are swept only once this is a heartbeat life plus a
+   * beat old: after an outage (Redis stopped, restarted, stalled) every node gets that long to
+   * heartbeat again before its tasks could be taken for a dead node's.
+   */
+  #healthySince: number | undefined;
+  /**
+   * Tasks whose create failed or timed out here (the client was told so) while Redis may still run
+   * it: each is deleted and tombstoned (`<prefix>gone:<id>`, which the create script refuses) at the
+   * next heartbeat that can reach Redis, so a create is either stored and run, or does not exist.
+   * Id → how long its tombstone lives (the task's key lifetime).
+   */
+  readonly #abandoned = new Map<string, number>();
 
   /** `limits`: any subset of TaskLimits over the defaults (checked: `invalid_option`). */
   constructor(ctx: RedisContext, limits?: Partial<TaskLimits>, options: RedisTaskStoreOptions = {}) {
@@ -128,9 +145,21 @@ export class RedisTaskStore implements TaskStore {
     ];
     if (task.progressToken !== undefined) fields.push('ptoken', JSON.stringify(task.progressToken));
     const { maxTasks, maxTasksPerOwner } = this.limits;
-    const reply = await this.#run('create', [
-      task.taskId, task.owner, this.#nodeOf(task.runner), maxTasks, maxTasksPerOwner, now + ttlMs, ttlMs + kGraceMs, ...fields,
-    ]);
+    let reply: unknown;
+    try {
+      reply = await this.#run('create', [
+        task.taskId, task.owner, this.#nodeOf(task.runner), maxTasks, maxTasksPerOwner, now + ttlMs, ttlMs + kGraceMs, ...fields,
+      ]);
+    } catch (error) {
+      // The script may still run (a stalled Redis answers late; ioredis resends once after a
+      // reconnect): the caller runs nothing, so the task must not appear. Unbounded ids are not
+      // kept: past kMaxAbandoned the oldest is dropped (its late create, if any, expires with its TTL).
+      this.#abandoned.set(task.taskId, ttlMs + kGraceMs);
+      if (this.#abandoned.size > kMaxAbandoned) this.#abandoned.delete(this.#abandoned.keys().next().value!);
+      void this.#forgetAbandoned();
+      throw error;
+    }
+    if (reply === 'gone') throw new SluiceError('cluster_unavailable', `task ${task.taskId} was abandoned after a failed create`);
     if (reply === 'duplicate') throw new Error(`task id ${task.taskId} is already in use (ids must be unique random values)`);
     if (reply === 'maxTasks') throw new SluiceError('task_limit_reached', `the server keeps at most ${maxTasks} tasks (maxTasks) and holds that many`);
     if (reply === 'maxTasksPerOwner') {
@@ -267,7 +296,7 @@ export class RedisTaskStore implements TaskStore {
    */
   async sweep(): Promise<{ expired: number; failed: number }> {
     this.#checkOpen();
-    const reply = await this.#run('sweep', [kNodeStoppedReason]);
+    const reply = await this.#run('sweep', [kNodeStoppedReason, '1']);
     const [expired, failed] = Array.isArray(reply) ? reply.map(Number) : [0, 0];
     return { expired: expired ?? 0, failed: failed ?? 0 };
   }
@@ -424,17 +453,37 @@ export class RedisTaskStore implements TaskStore {
     this.#subscriber?.unsubscribe(`${this.#prefix}task:${taskId}`).catch(() => {});
   }
 
-  /** Heartbeat, then sweep; a tick still running (slow Redis) makes the next one skip. */
+  /**
+   * Heartbeat, abandoned creates, then sweep (dead nodes only after the grace that follows any
+   * failure: `#healthySince`); a tick still running (slow Redis) makes the next one skip.
+   */
   async #tick(): Promise<void> {
     if (this.#ticking || this.#closed) return;
     this.#ticking = true;
     try {
       await this.#run('heartbeat', [this.#nodeId, 3 * this.#heartbeatMs]);
-      await this.#run('sweep', [kNodeStoppedReason]);
+      const now = this.#now();
+      this.#healthySince ??= now;
+      await this.#forgetAbandoned();
+      const settled = now - this.#healthySince >= 4 * this.#heartbeatMs;
+      await this.#run('sweep', [kNodeStoppedReason, settled ? '1' : '0']);
     } catch {
       // Redis down: callers see cluster_unavailable; the timer tries again next beat.
     } finally {
       this.#ticking = false;
+    }
+  }
+
+  /** Deletes and tombstones the tasks of failed creates; those Redis does not take now wait for the next beat. */
+  async #forgetAbandoned(): Promise<void> {
+    for (const [taskId, keepMs] of [...this.#abandoned]) {
+      if (this.#closed) return;
+      try {
+        await this.#run('forget', [taskId, keepMs]);
+        this.#abandoned.delete(taskId);
+      } catch {
+        return; // Redis still away: the next heartbeat tries again
+      }
     }
   }
 
@@ -454,10 +503,18 @@ export class RedisTaskStore implements TaskStore {
   /** A Redis round trip that rejects with `cluster_unavailable` on any failure or after the timeout, never hangs. */
   #guard<T>(promise: Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => reject(unavailable(new Error(`no answer from Redis within ${this.#timeoutMs} ms`))), this.#timeoutMs);
+      const timer = setTimeout(() => {
+        this.#healthySince = undefined;
+        reject(unavailable(new Error(`no answer from Redis within ${this.#timeoutMs} ms`)));
+      }, this.#timeoutMs);
       promise.then(
         (value) => { clearTimeout(timer); resolve(value); },
-        (error: unknown) => { clearTimeout(timer); reject(unavailable(error)); },
+        (error: unknown) => {
+          clearTimeout(timer);
+          // A script error is Redis answering (NOSCRIPT included); anything else is the link failing.
+          if (!(error instanceof Error && error.name === 'ReplyError')) this.#healthySince = undefined;
+          reject(unavailable(error));
+        },
       );
     });
   }

@@ -76,6 +76,8 @@ export class TaskRun {
   #poolAbort: AbortController | undefined;
   #unwatch: (() => void) | undefined;
   #kill: ReturnType<typeof setTimeout> | undefined;
+  /** After this no store keeps the task: a held write is not tried past it. */
+  #expiresAt = Number.POSITIVE_INFINITY;
   /** The store knows the task (created); before that, changes are not sent. */
   #created = false;
   #released = false;
@@ -149,6 +151,8 @@ export class TaskRun {
    */
   created(output: ToolOutput | Promise<ToolOutput>): void {
     this.#created = true;
+    // No task lives longer than maxTtlMs: a write held past that has nothing left to land on.
+    this.#expiresAt = Date.now() + this.#host.limits.maxTtlMs;
     this.#host.counters.add(Counter.TasksCreated);
     this.#unwatch = this.#host.store.watch(this.taskId, (task) => this.#changed(task));
     this.#open();
@@ -342,13 +346,45 @@ export class TaskRun {
 
   // ---- the row ---------------------------------------------------------------------------------
 
-  /** Writes a change to the store after the ones before it; a failed write is logged, not thrown. */
+  /**
+   * Writes a change to the store after the ones before it; never throws. While the store is
+   * unreachable (`cluster_unavailable`: Redis down or stalled) the change is held here and tried
+   * again with backoff until it lands or the task's lifetime is over (after which the task is gone
+   * everywhere), so an outcome reached during an outage is not lost and the task is not left
+   * `working`. Progress is not retried (newer progress replaces it). A terminal change the store
+   * refuses for another reason is replaced by `failed` with that reason.
+   */
   #write(change: TaskChange): Promise<unknown> {
-    const store = this.#host.store;
-    this.#writes = this.#writes.then(() => store.update(this.taskId, change)).catch((error: unknown) => {
-      this.#host.logFailure('tasks', this.taskId, error instanceof SluiceError ? error : new SluiceError('invalid_option', errorText(error)));
-    });
+    this.#writes = this.#writes.then(() => this.#land(change));
     return this.#writes;
+  }
+
+  async #land(change: TaskChange): Promise<void> {
+    const { store } = this.#host;
+    const retry = change.progress === undefined || change.status !== undefined;
+    let delay = kFirstRetryMs;
+    let logged = false;
+    for (;;) {
+      try {
+        await store.update(this.taskId, change);
+        if (logged) this.#host.logFailure('tasks', this.taskId, new SluiceError('cluster_unavailable', `the held ${change.status ?? 'change'} of task ${this.taskId} is stored now`));
+        return;
+      } catch (error) {
+        const transient = error instanceof SluiceError && error.code === 'cluster_unavailable';
+        if (transient && retry && Date.now() + delay < this.#expiresAt) {
+          if (!logged) this.#host.logFailure('tasks', this.taskId, new SluiceError('cluster_unavailable', `${errorText(error)}; the ${change.status ?? 'change'} of task ${this.taskId} is held and tried again until it is stored`));
+          logged = true;
+          await sleep(delay);
+          delay = Math.min(kMaxRetryMs, delay * 2);
+          continue;
+        }
+        this.#host.logFailure('tasks', this.taskId, error instanceof SluiceError ? error : new SluiceError('invalid_option', errorText(error)));
+        if (transient || change.status === undefined || (change.status === 'failed' && change.resultJson === undefined)) return;
+        // A terminal outcome the store refused (not an outage): the task ends failed, with why.
+        const reason = `the task's outcome could not be stored: ${errorText(error)}`;
+        change = { status: 'failed', statusMessage: reason, error: { code: ErrorCode.InternalError, message: reason } };
+      }
+    }
   }
 
   #armKill(): void {
@@ -379,6 +415,14 @@ export class TaskRun {
     host.registry.untrack(this.#handle);
     host.registry.clear(taskRowId(this.taskId), this.owner);
   }
+}
+
+/** Backoff of a held store write: 100 ms doubling to 2 s (the link reconnects within its 2 s cap). */
+const kFirstRetryMs = 100;
+const kMaxRetryMs = 2_000;
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }
 
 /** A pool task's outcome: its result, or the ProtocolError it threw (rebuilt from plain data). */
