@@ -26,7 +26,7 @@ export interface LoopOptions {
 }
 
 /** How long a cancelled request's answer may take to stop before the connection is dropped. */
-const kStopWaitMs = 2000;
+const kStopWaitMs = 1000;
 /** After a reset, a connection waits this long before its next request (a dead server is not spun on). */
 const kResetBackoffMs = 20;
 
@@ -112,7 +112,7 @@ export function runLoop(targets: Target[], options: LoopOptions): Promise<Snapsh
       slot.timer = setTimeout(() => {
         slot.timer = undefined;
         if (!slot.busy || slot.id !== id) return;
-        if (slot.from >= windowStart) recorder.cancel.neverStopped++;
+        if (slot.from >= windowStart && performance.now() <= windowEnd) recorder.cancel.neverStopped++;
         slot.cancelAt = -1; // settle() knows this one never stopped
         slot.target.abort('no-answer', `the answer did not stop within ${kStopWaitMs} ms of the cancel`);
       }, kStopWaitMs);

@@ -22,8 +22,8 @@ function where(options: BenchOptions): string {
 }
 
 /** One request on a fresh connection; the connection is closed after. */
-async function once(options: BenchOptions, negotiated: Negotiated, method: string, name: string | undefined = undefined): Promise<{ outcome: Outcome; target: Target }> {
-  const target = makeTarget({ ...options, method: method as BenchOptions['method'], name: name ?? options.name, sessionPerCall: false }, negotiated);
+async function once(options: BenchOptions, negotiated: Negotiated, method: string, cancelAfterMs?: number): Promise<{ outcome: Outcome; target: Target; cancelled: boolean }> {
+  const target = makeTarget({ ...options, method: method as BenchOptions['method'], sessionPerCall: false }, negotiated);
   try {
     await withTimeout(target.open(), `opening a session with ${where(options)}`);
   } catch (error) {
@@ -31,8 +31,20 @@ async function once(options: BenchOptions, negotiated: Negotiated, method: strin
     if (error instanceof OpenError) throw new BenchUsageError(`${where(options)}: ${error.message}`);
     throw error;
   }
-  const outcome = await withTimeout(new Promise<Outcome>((resolve) => target.call(1, (o) => resolve(o))), `an answer from ${where(options)}`, () => target.abort('timeout', ''));
-  return { outcome, target };
+  let cancelled = false;
+  const timers: ReturnType<typeof setTimeout>[] = [];
+  const outcome = await withTimeout(new Promise<Outcome>((resolve) => {
+    target.call(1, (o) => resolve(o));
+    // With --cancel-after the probe call is cancelled too (a long tool need not run to its end here).
+    if (cancelAfterMs !== undefined) {
+      timers.push(setTimeout(() => {
+        cancelled = true;
+        target.cancel(1);
+        timers.push(setTimeout(() => target.abort('no-answer', 'cancelled'), 1000));
+      }, cancelAfterMs));
+    }
+  }), `an answer from ${where(options)}`, () => target.abort('timeout', '')).finally(() => { for (const t of timers) clearTimeout(t); });
+  return { outcome, target, cancelled };
 }
 
 function withTimeout<T>(promise: Promise<T>, what: string, onTimeout?: () => void): Promise<T> {
@@ -55,9 +67,11 @@ function refusal(outcome: Outcome, options: BenchOptions, what: string): string 
 /** Settles the era and checks the load request works once. */
 export async function probe(options: BenchOptions): Promise<Negotiated> {
   const negotiated = await negotiate(options);
-  const { outcome, target } = await once(options, negotiated, options.method);
+  const { outcome, target, cancelled } = await once(options, negotiated, options.method, options.cancelAfterMs);
   await target.close().catch(() => {});
   if (outcome.kind === 'ok') return negotiated;
+  // Cancelled before it answered, and not refused: the call is there to be loaded.
+  if (cancelled && (outcome.kind === 'no-answer' || outcome.kind === 'timeout')) return negotiated;
   if (outcome.kind === 'tool' || outcome.kind === 'rpc') {
     if (options.method === 'tools/call') {
       const tools = await toolNames(options, negotiated);

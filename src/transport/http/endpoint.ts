@@ -199,12 +199,18 @@ export class HttpEndpoint {
     return undefined;
   }
 
-  /** GET /healthz: 200 while the process serves. GET /readyz: 200, or 503 and why (draining, cluster link down). */
+  /**
+   * GET /healthz: 200 while the process serves. GET /readyz: 503 `draining` while shutting down,
+   * else 200. A cluster link that is down does not make the node unready: Redis is shared, so every
+   * node would turn unready at once and the balancer would have no server left, while each still
+   * serves its known sessions and stateless requests. The body says it (`ready, cluster link down`)
+   * for monitoring; `sluice_cluster_up` in /metrics too.
+   */
   #probe(ex: Exchange): void {
     if (ex.path === '/healthz') return ex.respond(200, kText, 'ok');
     const flags = this.#o.readiness === undefined ? 0 : Atomics.load(this.#o.readiness, 0);
-    if (flags === 0) return ex.respond(200, kText, 'ready');
-    ex.respond(503, kText, (flags & kDraining) !== 0 ? 'draining' : 'cluster link down');
+    if ((flags & kDraining) !== 0) return ex.respond(503, kText, 'draining');
+    ex.respond(200, kText, flags === 0 ? 'ready' : 'ready, cluster link down');
   }
 
   /**
@@ -256,8 +262,9 @@ export class HttpEndpoint {
       const refused = needed === undefined ? undefined : this.#auth!.gate.checkItem(granted, needed);
       if (refused !== undefined) return this.#refuse(ex, message.id, refused);
     }
-    // Draining: no new session here; requests of open ones are still served through the grace.
-    if (message.kind === 'request' && message.method === 'initialize' && this.#o.readiness !== undefined && (Atomics.load(this.#o.readiness, 0) & kDraining) !== 0) {
+    // Draining: no new session here; requests of open ones are still served through the grace. In
+    // cluster mode a session opened now lives in Redis and is served by any node: no refusal.
+    if (message.kind === 'request' && message.method === 'initialize' && this.#o.cluster !== true && this.#o.readiness !== undefined && (Atomics.load(this.#o.readiness, 0) & kDraining) !== 0) {
       return this.#fail(ex, message.id, kDrainingRefusal);
     }
     const edge = new HttpEdge(ex, this.#clients, this.#sessions, principal);
