@@ -40,11 +40,11 @@ export interface SharedState {
   readonly readiness: Int32Array;
 }
 
-/** Why /readyz answers 503: bits of `SharedState.readiness[0]` (0: ready). */
+/** Bits of `SharedState.readiness[0]` (0: ready): Draining makes /readyz 503, ClusterDown only shows in its body. */
 export const kNotReady = {
   /** Shutting down: the load balancer should stop sending traffic. */
   Draining: 1,
-  /** Cluster mode: the link to Redis is down (what needs another node would fail). */
+  /** Cluster mode: the link to Redis is down (what needs another node fails; the node stays ready). */
   ClusterDown: 2,
 } as const;
 

@@ -56,14 +56,15 @@ export class ClusterNode {
       Atomics.and(deps.readiness, 0, ~kNotReady.ClusterDown);
       throw error;
     }
-    if (!node.link.up) deps.log('warn', `sluice: cluster: started degraded, Redis not reachable yet (node ${deps.cluster.nodeId}); /readyz answers 503 until it is`);
+    if (!node.link.up) deps.log('warn', `sluice: cluster: started degraded, Redis not reachable yet (node ${deps.cluster.nodeId}); /readyz says "ready, cluster link down" until it is`);
     return node;
   }
 
   private constructor(deps: ClusterNodeDeps) {
     this.#deps = deps;
     const { cluster, counters, log, readiness } = deps;
-    // Not ready until the link is up: /readyz says so, the balancer sends traffic elsewhere.
+    // The link's state, for /readyz's body (a down link leaves the node ready: Redis is shared, so
+    // a 503 would take every node out of the balancer at once).
     Atomics.or(readiness, 0, kNotReady.ClusterDown);
     this.link = new ClusterLink({ redis: cluster.redis, keyPrefix: cluster.keyPrefix, nodeId: cluster.nodeId, log, counters });
     this.link.onState((up) => {

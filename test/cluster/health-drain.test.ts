@@ -1,5 +1,5 @@
 // /healthz and /readyz (outside the endpoint's rules), and the drain at shutdown: /readyz turns 503
-// first, initialize is refused with 503 + Retry-After, running requests finish within the grace,
+// first, initialize is still served (a cluster session is valid on every node), running requests finish within the grace,
 // other requests are still served meanwhile (cluster mode keeps the listener open while draining).
 import { afterEach, describe, expect, it } from 'vitest';
 import { post } from '../helpers/http.js';
@@ -10,9 +10,12 @@ import type { Node } from './cross-node-helpers.js';
 
 let redis: RedisInstance | undefined;
 let node: Node | undefined;
+let other: Node | undefined;
 afterEach(async () => {
   await node?.close();
   node = undefined;
+  await other?.close();
+  other = undefined;
   await redis?.stop();
   redis = undefined;
 });
@@ -35,9 +38,10 @@ describe('health endpoints', () => {
 });
 
 describe('drain at shutdown (cluster mode)', () => {
-  it('readyz 503 first; initialize 503 + Retry-After; open sessions and running calls served through the grace', async () => {
+  it('readyz 503 first; initialize still served (the session lives in Redis, valid on every node); open sessions and running calls served through the grace', async () => {
     redis = await startRedis();
     node = await startNode(redis.url, { shutdownGraceMs: 3_000 });
+    other = await startNode(redis.url);
     const running = node;
     const init = await post(running.url, kInit);
     const session = String(init.headers['mcp-session-id']);
@@ -48,9 +52,13 @@ describe('drain at shutdown (cluster mode)', () => {
     await until(async () => (await readyz(running)).status === 503, 2_000, '/readyz to say draining');
     expect(await readyz(running)).toEqual({ status: 503, text: 'draining' });
     expect((await fetch(`${running.base}/healthz`)).status).toBe(200);
-    const refused = await post(running.url, kInit);
-    expect(refused.status).toBe(503);
-    expect(refused.headers['retry-after']).toBe('1');
+    // A session opened on the draining node is a cluster session: the other node serves it.
+    const late = await post(running.url, kInit);
+    expect(late.status).toBe(200);
+    const lateHeaders = { 'mcp-session-id': String(late.headers['mcp-session-id']), 'mcp-protocol-version': '2025-11-25' };
+    const elsewhere = await post(other.url, { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'echo', arguments: { text: 'opened while draining' } } }, lateHeaders);
+    expect(elsewhere.status).toBe(200);
+    expect(elsewhere.body).toContain('opened while draining');
     // The open session is still served.
     const echo = await post(running.url, { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'echo', arguments: { text: 'still here' } } }, sessionHeaders);
     expect(echo.status).toBe(200);
