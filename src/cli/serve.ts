@@ -24,6 +24,8 @@ export interface ServeFlags {
   http?: string | undefined;
   stdio?: string | boolean | undefined;
   metrics?: boolean | undefined;
+  'metrics-host'?: string | undefined;
+  'metrics-port'?: string | undefined;
   'no-sessions'?: boolean | undefined;
   'cancel-on-disconnect'?: boolean | undefined;
   'cors-origin'?: string[] | undefined;
@@ -36,6 +38,16 @@ export interface ServeFlags {
   'auth-audience'?: string | undefined;
   'auth-jwks'?: string | undefined;
   'auth-scope'?: string[] | undefined;
+}
+
+/** `--metrics-port P [--metrics-host H]`: /metrics on a listener of its own (implies --metrics). */
+function metricsListenerFlags(values: ServeFlags): { metricsPort?: number; metricsHost?: string } {
+  const port = integerFlag('metrics-port', values['metrics-port'], 0, 65535);
+  if (port === undefined) {
+    if (values['metrics-host'] !== undefined) throw new UsageError('--metrics-host needs --metrics-port <port>');
+    return {};
+  }
+  return { metricsPort: port, ...(values['metrics-host'] === undefined ? {} : { metricsHost: values['metrics-host'] }) };
 }
 
 /** Where `sluice serve` reads the requestState key ring (comma-separated base64/base64url keys, newest first). */
@@ -69,6 +81,7 @@ export function serveOptions(values: ServeFlags, env: NodeJS.ProcessEnv = proces
     workers: integerFlag('workers', values.workers, 1, 256),
     http: choiceFlag('http', values.http, ['auto', 'uws', 'node'] as const),
     metrics: values.metrics === true,
+    ...metricsListenerFlags(values),
     sessions: values['no-sessions'] !== true,
     logLevel: choiceFlag('log-level', values['log-level'], kLogLevels) ?? 'warn',
     cancelOnDisconnect: values['cancel-on-disconnect'] === true,
@@ -152,6 +165,7 @@ export async function serve(extra: string[], values: ServeFlags): Promise<number
       const threads = Math.max(1, server.workerThreadIds.length);
       const served = server.served === undefined ? '' : describeServed(server.served);
       process.stderr.write(`sluice: serving MCP at ${address.url} (${server.adapterDetail ?? server.adapter}, ${threads} HTTP thread${threads === 1 ? '' : 's'})\n${served}`);
+      if (address.metricsUrl !== undefined) process.stderr.write(`sluice: serving /metrics at ${address.metricsUrl}\n`);
     }
     await stopped;
     await server.close();

@@ -74,7 +74,8 @@ export async function startRuntime(input: RuntimeInput, adapter: AdapterKind): P
     auth: gate,
     trustProxy: options.trustProxy,
     maxBodyBytes: options.maxBodyBytes,
-    metrics: options.metrics,
+    // With a metrics listener of its own, the MCP port never serves /metrics.
+    metrics: options.metrics && options.metricsListener === undefined,
     cancelOnDisconnect: options.cancelOnDisconnect,
     exposeWorker: options.exposeWorker,
     readiness: shared.readiness,

@@ -108,6 +108,14 @@ export interface ServerOptions {
   streamCancelTimeoutMs?: number;
   /** Serve Prometheus text at GET /metrics. Default false. */
   metrics?: boolean;
+  /**
+   * Serve /metrics on a listener of its own at this port (0: any free port, see
+   * `ServerAddress.metricsUrl`) instead of on the MCP port, which then answers 404 for it. Implies
+   * `metrics`. Default: unset (/metrics, when on, is served on the MCP port).
+   */
+  metricsPort?: number;
+  /** The address the separate /metrics listener binds to. Default 127.0.0.1. Needs `metricsPort`. */
+  metricsHost?: string;
   /** Registry bounds (SPEC §3). */
   registry?: RegistryOptions;
   /** Cancellation janitor: `false`, or its interval and TTL. Default every 60 s, TTL 5 min. */
@@ -200,6 +208,8 @@ export interface ResolvedOptions {
   bodyTimeoutMs: number;
   streamCancelTimeoutMs: number;
   metrics: boolean;
+  /** The separate /metrics listener, when `metricsPort` was given. */
+  metricsListener: { host: string; port: number } | undefined;
   janitor: false | { intervalMs: number; ttlMs: number };
   shutdownGraceMs: number;
   poolThreads: number;
@@ -271,6 +281,16 @@ function bool(name: keyof typeof kBooleanOptions, value: unknown): boolean {
   return boolean(name, value, kBooleanOptions[name]);
 }
 
+function metricsListener(options: ServerOptions): { host: string; port: number } | undefined {
+  if (options.metricsPort === undefined) {
+    if (options.metricsHost !== undefined) throw new SluiceError('invalid_option', 'metricsHost needs metricsPort (the port of the separate /metrics listener)');
+    return undefined;
+  }
+  const host = options.metricsHost ?? '127.0.0.1';
+  if (typeof host !== 'string' || host === '') throw new SluiceError('invalid_option', `metricsHost must be a host name or address, got ${JSON.stringify(host) ?? String(host)}`);
+  return { host, port: integer('metricsPort', options.metricsPort, 0, 0, 65535) };
+}
+
 export function resolveOptions(options: ServerOptions): ResolvedOptions {
   if (options === null || typeof options !== 'object') throw new SluiceError('invalid_option', 'options must be an object');
   const http = oneOf('http', options.http, 'auto', kHttpKinds);
@@ -304,7 +324,8 @@ export function resolveOptions(options: ServerOptions): ResolvedOptions {
     maxBodyBytes: int('maxBodyBytes', options.maxBodyBytes),
     bodyTimeoutMs: int('bodyTimeoutMs', options.bodyTimeoutMs),
     streamCancelTimeoutMs: int('streamCancelTimeoutMs', options.streamCancelTimeoutMs),
-    metrics: bool('metrics', options.metrics),
+    metrics: bool('metrics', options.metrics) || options.metricsPort !== undefined,
+    metricsListener: metricsListener(options),
     janitor,
     shutdownGraceMs: int('shutdownGraceMs', options.shutdownGraceMs),
     poolThreads: int('poolThreads', options.poolThreads),

@@ -13,6 +13,9 @@ import type { Registry } from '../registry/index.js';
 import type { SessionStore } from '../sessions/store.js';
 import { Counter } from '../telemetry/counters.js';
 import type { ServerCounters } from '../telemetry/counters.js';
+import { MetricsScrape } from '../telemetry/scrape.js';
+import { listenMetrics } from '../transport/http/node/metrics-listener.js';
+import type { MetricsListening } from '../transport/http/node/metrics-listener.js';
 import { catalogNames } from '../catalog/catalog.js';
 import type { Catalog, CatalogNames } from '../catalog/catalog.js';
 import type { ListKind } from '../tools/context.js';
@@ -40,6 +43,8 @@ export interface ServerAddress {
   readonly port: number;
   /** The MCP endpoint, e.g. http://127.0.0.1:3000/mcp */
   readonly url: string;
+  /** The separate /metrics listener's URL (with `metricsPort`), e.g. http://10.0.0.5:9464/metrics. */
+  readonly metricsUrl?: string | undefined;
 }
 
 /** A Sluice server: `listen()` to start, `close()` to stop gracefully. */
@@ -96,6 +101,8 @@ class SluiceServer implements Server {
   readonly #raw: ServerOptions;
   readonly #log: LogSink;
   readonly #counters: ServerCounters;
+  /** The separate /metrics listener (`metricsPort`). */
+  #metrics: MetricsListening | undefined;
   readonly #sessions: SessionStore | undefined;
   readonly #shared: SharedState;
   readonly #workers = new Map<Worker, number>();
@@ -268,8 +275,20 @@ class SluiceServer implements Server {
         throw error;
       }
     }
+    let metricsUrl: string | undefined;
+    if (options.metricsListener !== undefined) {
+      const { host: metricsHost, port: metricsPort } = options.metricsListener;
+      try {
+        const scrape = new MetricsScrape(this.registry, this.#counters, this.#cluster !== undefined);
+        this.#metrics = await listenMetrics(metricsHost, metricsPort, () => scrape.text());
+      } catch (error) {
+        await this.close();
+        throw error;
+      }
+      metricsUrl = `http://${metricsHost.includes(':') ? `[${metricsHost}]` : metricsHost}:${this.#metrics.port}/metrics`;
+    }
     const host = options.host.includes(':') ? `[${options.host}]` : options.host;
-    this.#address = { host: options.host, port, url: `http://${host}:${port}${options.path}` };
+    this.#address = { host: options.host, port, url: `http://${host}:${port}${options.path}`, metricsUrl };
     return this.#address;
   }
 
@@ -440,6 +459,7 @@ class SluiceServer implements Server {
     let grace = this.#options.shutdownGraceMs;
     this.#stopJanitor?.();
     if (this.#sweep !== undefined) clearInterval(this.#sweep);
+    await this.#metrics?.close();
     try {
       if (this.#cluster !== undefined && this.#address !== undefined) {
         // Cluster mode drains with the listener open: requests the balancer still sends (before it

@@ -7,7 +7,8 @@ import { ErrorCode, ProtocolError, errorBody } from '../../protocol/wire.js';
 import type { JsonRpcId } from '../../protocol/wire.js';
 import type { SessionDirectoryAccess } from '../../cluster/session-client.js';
 import type { SessionStore } from '../../sessions/store.js';
-import { Counter, prometheusText } from '../../telemetry/counters.js';
+import { Counter } from '../../telemetry/counters.js';
+import { MetricsScrape } from '../../telemetry/scrape.js';
 import { AuthRefusal } from '../../auth/gate.js';
 import type { AuthGate, Granted } from '../../auth/gate.js';
 import { HttpAuth } from './auth.js';
@@ -110,6 +111,8 @@ export class HttpEndpoint {
   readonly #limits: ClientLimits;
   readonly #replies: ReplyShared;
   readonly #auth: HttpAuth | undefined;
+  /** /metrics text, rendered at most once a second (made on the first scrape). */
+  #scrape: MetricsScrape | undefined;
 
   constructor(engine: Engine, options: HttpEndpointOptions) {
     const { counters } = engine.config;
@@ -144,8 +147,11 @@ export class HttpEndpoint {
     if (ex.path !== this.#o.path) {
       // After the Host and Origin checks: metrics are no more open to a rebinding page than MCP is.
       if (ex.path === '/metrics' && this.#o.metrics && ex.method === 'GET') {
-        const { registry, counters } = this.#engine.config;
-        ex.respond(200, kMetricsType, prometheusText(registry.counters(), counters, this.#o.cluster === true));
+        if (this.#scrape === undefined) {
+          const { registry, counters } = this.#engine.config;
+          this.#scrape = new MetricsScrape(registry, counters, this.#o.cluster === true);
+        }
+        ex.respond(200, kMetricsType, this.#scrape.text());
         return;
       }
       ex.respond(404, [['content-type', 'text/plain'], ...this.#headers.extra(ex)], 'not found');
@@ -321,7 +327,9 @@ export class HttpEndpoint {
       return this.#fail(ex, message.id, kTooManyInFlight);
     }
     const extra = this.#headers.extra(ex);
-    const cancelOnGone = info.era === 'modern' || this.#o.cancelOnDisconnect;
+    // A tasks/result wait does no work of its own (the task runs on its own row): once its client is
+    // gone no one can be told its answer, so it ends, and a vanished client holds no wait.
+    const cancelOnGone = info.era === 'modern' || this.#o.cancelOnDisconnect || message.method === 'tasks/result';
     const reply = new HttpReply(ex, this.#replies, canStream, extra, edge.opened, client, cancelOnGone);
     // The engine calls reply.started(running) itself for a request that goes on running.
     this.#engine.handleRequest(message.id, message.method, message.params, info, reply);

@@ -42,11 +42,14 @@ function countHeader(name: string, value: string): void {
 }
 function collectWanted(name: string, value: string): void {
   countHeader(name, value);
-  repeated ??= collectHeader(collecting, name, value, false);
+  // Collected even after a repeat: the framing checks read Content-Length whatever came before.
+  const again = collectHeader(collecting, name, value, false);
+  repeated ??= again;
 }
 function collectAll(name: string, value: string): void {
   countHeader(name, value);
-  repeated ??= collectHeader(collecting, name, value, true);
+  const again = collectHeader(collecting, name, value, true);
+  repeated ??= again;
 }
 
 /** The peer of a request just refused for its framing (see framingFault); cleared by setImmediate. */
