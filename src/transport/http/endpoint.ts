@@ -111,7 +111,7 @@ export class HttpEndpoint {
   readonly #limits: ClientLimits;
   readonly #replies: ReplyShared;
   readonly #auth: HttpAuth | undefined;
-  /** /metrics text, rendered at most once a second (made on the first scrape). */
+  /** /metrics text, rendered at most kRendersPerSecond times a second (made on the first scrape). */
   #scrape: MetricsScrape | undefined;
 
   constructor(engine: Engine, options: HttpEndpointOptions) {
