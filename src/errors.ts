@@ -32,6 +32,8 @@ export type SluiceErrorCode =
   | 'missing_client_capability'
   /** A task store is at one of its bounds (tasks in total, or per owner): the task is not created. */
   | 'task_limit_reached'
+  /** A client (its principal, else its address bucket) is at its own task quota: tasks kept, bytes stored, or tasks/result waits. HTTP 429. */
+  | 'task_quota_reached'
   /** A list cursor the store did not give to this caller (garbled, of another owner, or of an earlier server). */
   | 'invalid_cursor'
   /** Cluster mode: the Redis the nodes share cannot be reached (at start without `startDegraded`, or while serving: what needs it fails, nothing hangs). */
@@ -50,7 +52,7 @@ const kCodeTable: Record<SluiceErrorCode, true> = {
   in_flight_capacity_exhausted: true, request_cancelled: true, bad_descriptor: true, uws_native_unavailable: true,
   listen_failed: true, port_in_use: true, tools_module_failed: true, process_exit_refused: true, invalid_definition: true,
   transport_closed: true, server_exited: true, session_expired: true, invalid_response: true, rpc_error: true,
-  missing_client_capability: true, task_limit_reached: true, invalid_cursor: true,
+  missing_client_capability: true, task_limit_reached: true, task_quota_reached: true, invalid_cursor: true,
   cluster_unavailable: true, unauthorized: true, insufficient_scope: true,
 };
 export const kSluiceErrorCodes: readonly SluiceErrorCode[] = Object.freeze(Object.keys(kCodeTable) as SluiceErrorCode[]);

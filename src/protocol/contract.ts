@@ -23,6 +23,12 @@ export interface RequestInfo {
   /** Registry scope: session > principal > ip. */
   readonly scope: string;
   /**
+   * Who the client is, whatever its session: `principal:<id>` when authenticated, else its address
+   * bucket (`ip:<IPv4>`, `ip:<IPv6 /64>`); stdio: the connection. Per-client quotas count by it (a
+   * client can open sessions for free, so a session bounds nothing). Undefined: `scope` is used.
+   */
+  readonly client?: string | undefined;
+  /**
    * Least severe log level the client wants (an index into kLogLevels), or undefined for none
    * (2026-07-28 without _meta logLevel).
    */

@@ -11,8 +11,12 @@ import type { TaskLimits } from './store.js';
 const kMaxima: Readonly<Record<keyof TaskLimits, number>> = {
   maxTasks: 10_000_000,
   maxTasksPerOwner: 10_000_000,
+  maxTasksPerClient: 10_000_000,
   maxTaskBytes: 2 ** 31 - 1,
   maxStoredBytes: Number.MAX_SAFE_INTEGER,
+  maxStoredBytesPerClient: Number.MAX_SAFE_INTEGER,
+  maxResultWaitsPerClient: 10_000_000,
+  maxResultWaits: 10_000_000,
   // setTimeout-sized: lifetimes are compared with Date.now(), but a client waits for them too.
   defaultTtlMs: 2 ** 31 - 1,
   maxTtlMs: 2 ** 31 - 1,
@@ -34,8 +38,24 @@ export function resolveTaskLimits(limits: Partial<TaskLimits> | undefined, name 
   // and contradicting is an error (a default lifetime past the maximum would be cut on every task).
   pair(out, limits, name, 'defaultTtlMs', 'maxTtlMs');
   pair(out, limits, name, 'maxTasksPerOwner', 'maxTasks');
+  pair(out, limits, name, 'maxTasksPerClient', 'maxTasks');
+  between(out, limits, name, 'maxTasksPerOwner', 'maxTasksPerClient');
   pair(out, limits, name, 'maxTaskBytes', 'maxStoredBytes');
+  pair(out, limits, name, 'maxStoredBytesPerClient', 'maxStoredBytes');
+  between(out, limits, name, 'maxTaskBytes', 'maxStoredBytesPerClient');
+  pair(out, limits, name, 'maxResultWaitsPerClient', 'maxResultWaits');
   return Object.freeze(out);
+}
+
+/**
+ * Makes `out[small] <= out[large]` for two bounds already under a common one: the one the user left
+ * at its default moves to the other (a per-owner bound given above the per-client default raises
+ * the per-client bound with it), both given and contradicting is `invalid_option`.
+ */
+function between(out: Record<keyof TaskLimits, number>, given: Partial<TaskLimits>, name: string, small: keyof TaskLimits, large: keyof TaskLimits): void {
+  if (out[small] <= out[large]) return;
+  if (given[large] === undefined) out[large] = out[small];
+  else pair(out, given, name, small, large);
 }
 
 /** Makes `out[small] <= out[large]`: by lowering `small` when the user left it at its default, else `invalid_option`. */

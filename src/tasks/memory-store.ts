@@ -32,6 +32,14 @@ export interface TaskStoreStats {
   readonly owners: number;
 }
 
+/** What one client holds: its tasks and their payload bytes, across its sessions. */
+interface Usage {
+  tasks: number;
+  bytes: number;
+  /** False for a task created without a client: its own usage, under no per-client bound. */
+  readonly bounded: boolean;
+}
+
 /** JSON-RPC internal error: what a task fails with when the store ends it (bounds, expiry, a lost runner). */
 const kInternalError = -32603;
 
@@ -43,6 +51,9 @@ interface Entry {
   /** Every input request key the task ever had: keys are never reused within a task. */
   readonly seenKeys: Set<string>;
   bytes: number;
+  /** The client's usage this task counts in (NewTask.client, else its owner). */
+  readonly usage: Usage;
+  readonly client: string;
 }
 
 const kStatuses: ReadonlySet<string> = new Set<TaskStatus>(['working', 'input_required', 'completed', 'failed', 'cancelled']);
@@ -57,6 +68,8 @@ export class MemoryTaskStore implements TaskStore {
   /** Per owner, its tasks in creation order (ascending `seq`). Small: at most `maxTasksPerOwner`. */
   readonly #owners = new Map<string, Entry[]>();
   readonly #watchers = new Map<string, Set<Listener>>();
+  /** Per client (principal or address bucket), what its tasks hold: the per-client quotas. */
+  readonly #clients = new Map<string, Usage>();
   /** Signs list cursors, so a cursor of another owner (or a made-up one) is refused, not followed. */
   readonly #cursorKey = randomBytes(32);
   readonly #janitor: ReturnType<typeof setInterval>;
@@ -79,9 +92,24 @@ export class MemoryTaskStore implements TaskStore {
     checkNewTask(task);
     if (this.#tasks.has(task.taskId)) throw new Error(`task id ${task.taskId} is already in use (ids must be unique random values)`);
     const now = this.#now();
-    const { maxTasks, maxTasksPerOwner } = this.limits;
+    const { maxTasks, maxTasksPerOwner, maxTasksPerClient, maxStoredBytesPerClient } = this.limits;
+    // No client named (a caller that knows none): only the per-owner and node-wide bounds apply.
+    const client = typeof task.client === 'string' && task.client !== '' ? task.client : undefined;
+    const atClientBound = (): boolean => {
+      const usage = client === undefined ? undefined : this.#clients.get(client);
+      return usage !== undefined && (usage.tasks >= maxTasksPerClient || usage.bytes >= maxStoredBytesPerClient);
+    };
     // At a bound, expired tasks not yet swept must not count against the caller.
-    if (this.#tasks.size >= maxTasks || (this.#owners.get(task.owner)?.length ?? 0) >= maxTasksPerOwner) this.sweep();
+    if (this.#tasks.size >= maxTasks || (this.#owners.get(task.owner)?.length ?? 0) >= maxTasksPerOwner || atClientBound()) this.sweep();
+    // The client's own bounds first: a client at its quota is told so (and others are unaffected),
+    // before it could ever reach the node-wide bound.
+    const usage = client === undefined ? undefined : this.#clients.get(client);
+    if (usage !== undefined && usage.tasks >= maxTasksPerClient) {
+      throw new SluiceError('task_quota_reached', `this client keeps ${usage.tasks} tasks, its limit (maxTasksPerClient ${maxTasksPerClient}); they go when they expire`);
+    }
+    if (usage !== undefined && usage.bytes >= maxStoredBytesPerClient) {
+      throw new SluiceError('task_quota_reached', `this client's tasks hold ${usage.bytes} bytes, its limit (maxStoredBytesPerClient ${maxStoredBytesPerClient})`);
+    }
     if (this.#tasks.size >= maxTasks) {
       throw new SluiceError('task_limit_reached', `the server keeps at most ${maxTasks} tasks (maxTasks) and holds that many`);
     }
@@ -106,7 +134,13 @@ export class MemoryTaskStore implements TaskStore {
       version: 1,
     };
     if (task.progressToken !== undefined) draft.progressToken = task.progressToken;
-    const entry: Entry = { record: Object.freeze(draft), seq: ++this.#seq, expiresAt: now + ttlMs, seenKeys: new Set(), bytes: 0 };
+    let mineUsage = usage;
+    if (mineUsage === undefined) {
+      mineUsage = { tasks: 0, bytes: 0, bounded: client !== undefined };
+      if (client !== undefined) this.#clients.set(client, mineUsage);
+    }
+    mineUsage.tasks++;
+    const entry: Entry = { record: Object.freeze(draft), seq: ++this.#seq, expiresAt: now + ttlMs, seenKeys: new Set(), bytes: 0, usage: mineUsage, client: client ?? '' };
     this.#tasks.set(task.taskId, entry);
     let mine = this.#owners.get(task.owner);
     if (mine === undefined) this.#owners.set(task.owner, mine = []);
@@ -263,6 +297,7 @@ export class MemoryTaskStore implements TaskStore {
     clearInterval(this.#janitor);
     this.#tasks.clear();
     this.#owners.clear();
+    this.#clients.clear();
     this.#watchers.clear();
     this.#bytes = 0;
   }
@@ -297,8 +332,16 @@ export class MemoryTaskStore implements TaskStore {
    */
   #commit(entry: Entry, next: Draft, what: 'result' | 'input' | 'data'): TaskRecord {
     const bytes = payloadBytes(next);
-    const { maxTaskBytes, maxStoredBytes } = this.limits;
+    const { maxTaskBytes, maxStoredBytes, maxStoredBytesPerClient } = this.limits;
     if (bytes > maxTaskBytes) return this.#fail(entry, `task ${what} exceeds ${maxTaskBytes} bytes`);
+    // The client's own room first: one client's results can fill only its share, never another's.
+    if (entry.usage.bounded && entry.usage.bytes - entry.bytes + bytes > maxStoredBytesPerClient) {
+      this.sweep();
+      if (!this.#tasks.has(entry.record.taskId)) return entry.record;
+      if (entry.usage.bytes - entry.bytes + bytes > maxStoredBytesPerClient) {
+        return this.#fail(entry, `this client's task storage is full (maxStoredBytesPerClient ${maxStoredBytesPerClient} bytes)`);
+      }
+    }
     if (this.#bytes - entry.bytes + bytes > maxStoredBytes) {
       // Expired tasks not yet swept must not hold room another task needs.
       this.sweep();
@@ -326,6 +369,7 @@ export class MemoryTaskStore implements TaskStore {
     next.version = entry.record.version + 1;
     next.lastUpdatedAt = this.#now();
     this.#bytes += bytes - entry.bytes;
+    entry.usage.bytes += bytes - entry.bytes;
     entry.bytes = bytes;
     entry.record = Object.freeze(compact(next));
     this.#notify(entry.record.taskId, entry.record);
@@ -344,7 +388,9 @@ export class MemoryTaskStore implements TaskStore {
       if (mine.length === 0) this.#owners.delete(owner);
     }
     this.#bytes -= entry.bytes;
+    entry.usage.bytes -= entry.bytes;
     entry.bytes = 0;
+    if (--entry.usage.tasks === 0 && this.#clients.get(entry.client) === entry.usage) this.#clients.delete(entry.client);
     this.#notify(taskId, undefined);
     this.#watchers.delete(taskId);
   }

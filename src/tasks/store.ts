@@ -12,9 +12,12 @@ import type { NewTask, TaskChange, TaskPage, TaskRecord } from './task.js';
  *   treats a task of another owner exactly as an unknown one (undefined), so a foreign id reveals
  *   nothing.
  * - `create` resolves only once `get` would find the task (the 2026-07-28 extension sends the
- *   task's id only then), and rejects with a `SluiceError` `task_limit_reached` past a bound.
+ *   task's id only then), and rejects with a `SluiceError` `task_quota_reached` when the task's
+ *   client is at its own bound (`maxTasksPerClient`, `maxStoredBytesPerClient`: checked first), and
+ *   `task_limit_reached` past another bound (per owner, node-wide).
  * - Terminal statuses (completed, failed, cancelled) are final: later changes are ignored.
- * - Stores bound what a client can make them keep (tasks per owner, in total, bytes of results) and
+ * - Stores bound what a client can make them keep (tasks and bytes per client across its sessions,
+ *   tasks per owner, tasks and bytes in total) and
  *   expire tasks after their TTL; an expired task is as unknown.
  * - `watch` reports every change (and `undefined` when the task is deleted or expires) until the
  *   returned function is called; listeners must not throw.
@@ -45,10 +48,25 @@ export interface TaskLimits {
   readonly maxTasks: number;
   /** Tasks one owner (session, principal, anonymous client) may have kept. Default 100. */
   readonly maxTasksPerOwner: number;
+  /**
+   * Tasks one client may have kept, across all its sessions: its principal when authenticated,
+   * else its address bucket (IPv4 address, IPv6 /64). Checked before the node-wide bound, so one
+   * client cannot fill the table for the others (429). Default 1 000.
+   */
+  readonly maxTasksPerClient: number;
   /** Bytes of one task's result, error and input requests/answers (JSON text). Default 1 MiB. */
   readonly maxTaskBytes: number;
   /** Bytes of all tasks' results and input, node-wide. Default 256 MiB. */
   readonly maxStoredBytes: number;
+  /** Bytes of one client's tasks' results and input (keyed as `maxTasksPerClient`). Default 32 MiB. */
+  readonly maxStoredBytesPerClient: number;
+  /**
+   * 2025-11-25 `tasks/result` requests one client may keep waiting at once, per HTTP worker
+   * thread (node-wide at most workers × this). Past it, 429. Default 100.
+   */
+  readonly maxResultWaitsPerClient: number;
+  /** `tasks/result` requests waiting at once, all clients, per HTTP worker thread. Default 2 000. */
+  readonly maxResultWaits: number;
   /** Lifetime when the client asks for none. Default 10 minutes. */
   readonly defaultTtlMs: number;
   /** Longest lifetime granted, whatever the client asks. Default 1 hour. */
@@ -60,8 +78,12 @@ export interface TaskLimits {
 export const kDefaultTaskLimits: TaskLimits = Object.freeze({
   maxTasks: 10_000,
   maxTasksPerOwner: 100,
+  maxTasksPerClient: 1_000,
   maxTaskBytes: 1024 * 1024,
   maxStoredBytes: 256 * 1024 * 1024,
+  maxStoredBytesPerClient: 32 * 1024 * 1024,
+  maxResultWaitsPerClient: 100,
+  maxResultWaits: 2_000,
   defaultTtlMs: 10 * 60_000,
   maxTtlMs: 60 * 60_000,
   pollIntervalMs: 250,

@@ -71,6 +71,11 @@ export interface TaskRecord {
 export interface NewTask {
   readonly taskId: string;
   readonly owner: string;
+  /**
+   * Who the client is across its sessions (RequestInfo.client: `principal:<id>`, else `ip:<bucket>`):
+   * what per-client quotas count. Undefined: the owner.
+   */
+  readonly client?: string | undefined;
   readonly dialect: TaskDialect;
   readonly toolName: string;
   readonly runner: string;

@@ -218,6 +218,17 @@ const kSluiceScenarios: Record<SluiceErrorCode, () => Promise<string> | string> 
       await store.close();
     }
   },
+  // One client (by address, across sessions) may keep one task: a second, in another session, is refused.
+  task_quota_reached: async () => {
+    const store = new MemoryTaskStore({ maxTasksPerClient: 1 });
+    try {
+      const task = (taskId: string, owner: string) => ({ taskId, owner, client: 'ip:192.0.2.1', dialect: 'modern', toolName: 't', runner: '1' }) as const;
+      await store.create(task('first', 'session:a'));
+      return await codeOf(store.create(task('second', 'session:b')));
+    } finally {
+      await store.close();
+    }
+  },
   // A cursor that is no cursor of this list.
   invalid_cursor: async () => {
     const store = new MemoryTaskStore();

@@ -28,7 +28,10 @@ describe('the tasks option', () => {
   it('is on by default with the default limits; false turns it off; limits merge over the defaults', () => {
     expect(resolveOptions({ tools: [] }).tasks).toEqual({ limits: kDefaultTaskLimits });
     expect(resolveOptions({ tools: [], tasks: false }).tasks).toBe(false);
-    expect(resolveOptions({ tools: [], tasks: { limits: { maxTasks: 50, maxTasksPerOwner: 5 } } }).tasks).toEqual({ limits: { ...kDefaultTaskLimits, maxTasks: 50, maxTasksPerOwner: 5 } });
+    expect(resolveOptions({ tools: [], tasks: { limits: { maxTasks: 50, maxTasksPerOwner: 5 } } }).tasks).toEqual({ limits: { ...kDefaultTaskLimits, maxTasks: 50, maxTasksPerOwner: 5, maxTasksPerClient: 50 } });
+    // A per-client bound left at its default follows the bounds around it: under maxTasks, over a larger maxTasksPerOwner.
+    expect(resolveOptions({ tools: [], tasks: { limits: { maxTasksPerOwner: 5_000 } } }).tasks).toMatchObject({ limits: { maxTasksPerOwner: 5_000, maxTasksPerClient: 5_000 } });
+    expect(() => resolveOptions({ tools: [], tasks: { limits: { maxTasksPerOwner: 50, maxTasksPerClient: 10 } } })).toThrow(/maxTasksPerOwner \(50\) must not exceed tasks\.limits\.maxTasksPerClient \(10\)/);
     // Structured-cloneable: the resolved options travel to every worker.
     expect(structuredClone(resolveOptions({ tools: [], tasks: { store: new RecordingStore() } }).tasks)).toEqual({ limits: kDefaultTaskLimits });
   });

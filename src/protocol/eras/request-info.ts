@@ -87,8 +87,9 @@ export function requestInfo(message: Classified, edge: EdgeFacts): RequestInfo |
       const problem = checkModernVersion(metaVersion);
       if (problem !== undefined) return problem;
     }
-    const scope = edge.isolateModern ? modernScope(edge.clientScope()) : edge.clientScope();
-    return { era: 'modern', version: kModernVersion, scope, logLevel: modernLogLevel(meta), auth: edge.auth };
+    const client = edge.clientScope();
+    const scope = edge.isolateModern ? modernScope(client) : client;
+    return { era: 'modern', version: kModernVersion, scope, client, logLevel: modernLogLevel(meta), auth: edge.auth };
   }
   if (headerVersion !== undefined && !(kLegacyVersions as readonly string[]).includes(headerVersion)) {
     return new ProtocolError(ErrorCode.InvalidRequest, `Bad Request: unsupported MCP-Protocol-Version ${headerVersion}`, undefined, 400);
@@ -99,6 +100,7 @@ export function requestInfo(message: Classified, edge: EdgeFacts): RequestInfo |
     era: 'legacy',
     version: headerVersion ?? kDefaultLegacyVersion,
     scope: session.sessionScope ?? edge.clientScope(),
+    client: edge.clientScope(),
     logLevel: session.logLevel,
     levelStore: session.levelStore,
     clientCapabilities: session.clientCapabilities,

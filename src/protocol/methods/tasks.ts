@@ -27,6 +27,9 @@ export class TaskMethods {
   readonly #host: TaskHost;
   readonly #authenticated: boolean;
   readonly #polls = new PollLimiter();
+  /** tasks/result requests waiting on this thread, per client and in all. */
+  readonly #waits = new Map<string, number>();
+  #waiting = 0;
 
   constructor(host: TaskHost, authenticated: boolean) {
     this.#host = host;
@@ -143,8 +146,28 @@ export class TaskMethods {
    */
   async #result(run: Run, params: Record<string, unknown> | undefined): Promise<Record<string, unknown>> {
     const first = await this.#find(run, params);
-    const final = isTerminal(first.status) ? first : await this.#follow(run, first);
-    return outcome(final);
+    if (isTerminal(first.status)) return outcome(first);
+    // A wait on an unfinished task holds a request open for as long as the task lives: bounded per
+    // client (across its sessions) and in total on this thread, each past its bound a 429.
+    const client = run.info.client ?? run.info.scope;
+    const { maxResultWaitsPerClient, maxResultWaits } = this.#host.limits;
+    const mine = this.#waits.get(client) ?? 0;
+    if (mine >= maxResultWaitsPerClient || this.#waiting >= maxResultWaits) {
+      this.#host.counters.add(Counter.TaskQuotaRefused);
+      throw new ProtocolError(ErrorCode.InvalidRequest, mine >= maxResultWaitsPerClient
+        ? `Too many tasks/result waits: this client has ${mine} open (maxResultWaitsPerClient); poll tasks/get instead`
+        : `Too many tasks/result waits: the server has ${this.#waiting} open (maxResultWaits); poll tasks/get instead`, undefined, 429);
+    }
+    this.#waits.set(client, mine + 1);
+    this.#waiting++;
+    try {
+      return outcome(await this.#follow(run, first));
+    } finally {
+      this.#waiting--;
+      const left = (this.#waits.get(client) ?? 1) - 1;
+      if (left <= 0) this.#waits.delete(client);
+      else this.#waits.set(client, left);
+    }
   }
 
   #follow(run: Run, first: TaskRecord): Promise<TaskRecord> {

@@ -5,6 +5,7 @@ import { toToolResult } from '../../tools/define.js';
 import type { CallToolResult, Tool, ToolOutput } from '../../tools/define.js';
 import type { InputRequired } from '../../tools/context.js';
 import type { Run } from '../run.js';
+import { Counter } from '../../telemetry/counters.js';
 import { ErrorCode, ProtocolError } from '../wire.js';
 import { TaskRun } from './task-run.js';
 import type { TaskHost } from './task-run.js';
@@ -90,14 +91,14 @@ export class TaskCalls {
     let record;
     try {
       record = await host.store.create({
-        taskId: task.taskId, owner: task.owner, dialect: 'legacy', toolName: task.tool.name, runner: host.runner,
+        taskId: task.taskId, owner: task.owner, client: run.info.client, dialect: 'legacy', toolName: task.tool.name, runner: host.runner,
         ttlMs: typeof ttl === 'number' && Number.isSafeInteger(ttl) && ttl > 0 ? ttl : undefined,
         progressToken: task.progressToken,
       });
     } catch (error) {
       unlink();
       task.releaseUnused();
-      throw storeRefusal(error);
+      throw storeRefusal(error, host);
     }
     unlink();
     let output: ToolOutput | Promise<ToolOutput>;
@@ -152,13 +153,15 @@ export class TaskCalls {
     const host = this.#host!;
     let record;
     try {
-      record = await host.store.create({ taskId: task.taskId, owner: task.owner, dialect: 'modern', toolName: task.tool.name, runner: host.runner });
+      record = await host.store.create({ taskId: task.taskId, owner: task.owner, client: run.info.client, dialect: 'modern', toolName: task.tool.name, runner: host.runner });
     } catch (error) {
+      // A client at its own quota is refused (429), not served without a task: serving it would let
+      // one client hold as many open requests as it likes past its share.
       if (!(error instanceof SluiceError && error.code === 'task_limit_reached')) {
         unlink();
-        task.cancel('the task could not be stored');
+        task.cancel(error instanceof SluiceError && error.code === 'task_quota_reached' ? 'this client is at its task quota' : 'the task could not be stored');
         task.releaseUnused();
-        throw storeRefusal(error);
+        throw storeRefusal(error, host);
       }
       // Past a task bound the server serves the call without a task (its choice in 2026-07-28):
       // the request stays open until the tool ends, and its cancel still reaches the tool.
@@ -176,9 +179,13 @@ export class TaskCalls {
   }
 }
 
-/** A store's refusal as the client sees it. */
-function storeRefusal(error: unknown): ProtocolError {
+/** A store's refusal as the client sees it (429s carry Retry-After on HTTP). */
+function storeRefusal(error: unknown, host: TaskHost): ProtocolError {
   if (error instanceof ProtocolError) return error;
+  if (error instanceof SluiceError && error.code === 'task_quota_reached') {
+    host.counters.add(Counter.TaskQuotaRefused);
+    return new ProtocolError(ErrorCode.InvalidRequest, `Too many tasks for this client: ${error.message}`, undefined, 429);
+  }
   if (error instanceof SluiceError && error.code === 'task_limit_reached') return new ProtocolError(ErrorCode.InvalidRequest, `Too many tasks: ${error.message}`, undefined, 429);
   return new ProtocolError(ErrorCode.InternalError, `The task could not be stored: ${error instanceof Error ? error.message : String(error)}`);
 }

@@ -115,7 +115,8 @@ export class HttpReply implements Reply {
     if (this.#done || this.#ex.aborted) return;
     this.#done = true;
     if (!this.#streaming) {
-      this.#ex.respond(httpStatus, this.#headers(kJson), json);
+      // A 429 or 503 (a quota, a full table) says when to try again, whichever layer refused.
+      this.#ex.respond(httpStatus, this.#headers(httpStatus === 429 || httpStatus === 503 ? kBusy : kJson), json);
       return;
     }
     if (this.#congested) {
