@@ -16,6 +16,8 @@
  * - P nodes           set of nodes that ever heartbeated (and whose running set may need a sweep);
  * - P node:<node>     a node's heartbeat, PX 3 × heartbeatMs;
  * - P bytes           the payload bytes of every task kept (maxStoredBytes), changed with the task;
+ * - P client:<client> zset id → expiresAt: one client's tasks across its sessions and nodes (maxTasksPerClient);
+ * - P cbytes:<client> the payload bytes of one client's tasks (maxStoredBytesPerClient);
  * - P seq             creation counter (orders lists and positions cursors);
  * - P cursor-key      the HMAC key of list cursors, set once (SET NX), shared by every node;
  * - P gone:<id>       tombstone of a task whose create failed on its node (the create script refuses it).
@@ -45,8 +47,19 @@ local function setbytes(k, b)
   if old ~= b then
     redis.call('INCRBY', P .. 'bytes', b - old)
     keep(P .. 'bytes')
+    local client = redis.call('HGET', k, 'client')
+    if client then
+      redis.call('INCRBY', P .. 'cbytes:' .. client, b - old)
+      keep(P .. 'cbytes:' .. client)
+    end
     redis.call('HSET', k, 'bytes', b)
   end
+end
+-- The payload bytes of the task's client (nil for a task created without one).
+local function cbytes(k)
+  local client = redis.call('HGET', k, 'client')
+  if not client then return nil end
+  return tonumber(redis.call('GET', P .. 'cbytes:' .. client) or '0')
 end
 local function bump(k)
   redis.call('HINCRBY', k, 'version', 1)
@@ -76,6 +89,8 @@ local function remove(id)
     unrun(id, k)
     local ok = P .. 'owner:' .. owner
     redis.call('ZREM', ok, id)
+    local client = redis.call('HGET', k, 'client')
+    if client then redis.call('ZREM', P .. 'client:' .. client, id) end
     redis.call('DEL', k)
     redis.call('PUBLISH', P .. 'task:' .. id, '')
   end
@@ -113,23 +128,38 @@ local function prune_owner(ok)
 end
 `;
 
-/** ARGV 4 id, 5 owner, 6 node, 7 maxTasks, 8 maxTasksPerOwner, 9 expiresAt, 10 key PX, 11… field/value pairs. */
+/**
+ * ARGV 4 id, 5 owner, 6 node, 7 maxTasks, 8 maxTasksPerOwner, 9 expiresAt, 10 key PX,
+ * 11 client ('' for none), 12 maxTasksPerClient, 13 maxStoredBytesPerClient, 14… field/value pairs.
+ * The client's own bounds are checked first (counted over every node), then the owner's and the total.
+ */
 const kCreate = `
-local id, owner, node = ARGV[4], ARGV[5], ARGV[6]
+local id, owner, node, client = ARGV[4], ARGV[5], ARGV[6], ARGV[11]
 local k = tkey(id)
 if redis.call('EXISTS', P .. 'gone:' .. id) == 1 then return 'gone' end
 if redis.call('EXISTS', k) == 1 then return 'duplicate' end
 local tasks, ok = P .. 'tasks', P .. 'owner:' .. owner
-local maxTasks, maxPer = tonumber(ARGV[7]), tonumber(ARGV[8])
+local ck = client ~= '' and (P .. 'client:' .. client) or nil
+local maxTasks, maxPer, maxClient, maxClientBytes = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[12]), tonumber(ARGV[13])
+local function client_bytes() return tonumber(redis.call('GET', P .. 'cbytes:' .. client) or '0') end
+local function client_full() return ck and (redis.call('ZCARD', ck) >= maxClient or client_bytes() >= maxClientBytes) end
 -- At a bound, expired tasks not yet swept must not count against the caller.
-if redis.call('ZCARD', tasks) >= maxTasks or redis.call('ZCARD', ok) >= maxPer then
+if redis.call('ZCARD', tasks) >= maxTasks or redis.call('ZCARD', ok) >= maxPer or client_full() then
   sweep_expired(1000)
   prune_owner(ok)
+  if ck then prune_owner(ck) end
 end
+if ck and redis.call('ZCARD', ck) >= maxClient then return {'maxTasksPerClient', redis.call('ZCARD', ck)} end
+if ck and client_bytes() >= maxClientBytes then return {'maxStoredBytesPerClient', client_bytes()} end
 if redis.call('ZCARD', tasks) >= maxTasks then return 'maxTasks' end
 if redis.call('ZCARD', ok) >= maxPer then return 'maxTasksPerOwner' end
 local seq = redis.call('INCR', P .. 'seq')
-redis.call('HSET', k, 'seq', seq, 'node', node, unpack(ARGV, 11))
+redis.call('HSET', k, 'seq', seq, 'node', node, unpack(ARGV, 14))
+if ck then
+  redis.call('HSET', k, 'client', client)
+  redis.call('ZADD', ck, ARGV[9], id)
+  keep(ck)
+end
 redis.call('PEXPIRE', k, ARGV[10])
 redis.call('ZADD', tasks, ARGV[9], id)
 redis.call('ZADD', ok, seq, id)
@@ -162,9 +192,9 @@ return redis.call('HGETALL', k)
 /**
  * A runner's change or a client's answers, computed by the store from the version it read:
  * written only if the task is still at that version ('retry' otherwise), with the byte bounds
- * checked against the shared total. ARGV 4 id, 5 expected version, 6 payload bytes,
- * 7 maxTaskBytes, 8 maxStoredBytes, 9 what ('result' | 'input' | 'data'), 10 pairs to set (n),
- * 11…10+2n field/value pairs, then fields to delete.
+ * checked against the client's share, then the shared total. ARGV 4 id, 5 expected version,
+ * 6 payload bytes, 7 maxTaskBytes, 8 maxStoredBytes, 9 what ('result' | 'input' | 'data'),
+ * 10 maxStoredBytesPerClient, 11 pairs to set (n), 12…11+2n field/value pairs, then fields to delete.
  */
 const kCommit = `
 local id = ARGV[4]
@@ -177,6 +207,16 @@ if bytes > tonumber(ARGV[7]) then
   return redis.call('HGETALL', k)
 end
 local old = tonumber(redis.call('HGET', k, 'bytes'))
+-- The client's own share first: one client's results fill only its share, never another's.
+local mine = cbytes(k)
+if mine and mine - old + bytes > tonumber(ARGV[10]) then
+  sweep_expired(1000)
+  mine = cbytes(k)
+  if mine - old + bytes > tonumber(ARGV[10]) then
+    fail(id, "this client's task storage is full (maxStoredBytesPerClient " .. ARGV[10] .. ' bytes)')
+    return redis.call('HGETALL', k)
+  end
+end
 local max = tonumber(ARGV[8])
 if tonumber(redis.call('GET', P .. 'bytes') or '0') - old + bytes > max then
   -- Expired tasks not yet swept must not hold room another task needs.
@@ -186,9 +226,9 @@ if tonumber(redis.call('GET', P .. 'bytes') or '0') - old + bytes > max then
     return redis.call('HGETALL', k)
   end
 end
-local n = tonumber(ARGV[10])
-if n > 0 then redis.call('HSET', k, unpack(ARGV, 11, 10 + 2 * n)) end
-if #ARGV > 10 + 2 * n then redis.call('HDEL', k, unpack(ARGV, 11 + 2 * n)) end
+local n = tonumber(ARGV[11])
+if n > 0 then redis.call('HSET', k, unpack(ARGV, 12, 11 + 2 * n)) end
+if #ARGV > 11 + 2 * n then redis.call('HDEL', k, unpack(ARGV, 12 + 2 * n)) end
 setbytes(k, bytes)
 bump(k)
 if terminal(redis.call('HGET', k, 'status')) then unrun(id, k) end

@@ -144,11 +144,13 @@ export class RedisTaskStore implements TaskStore {
       'version', 1, 'expiresAt', now + ttlMs, 'bytes', 0,
     ];
     if (task.progressToken !== undefined) fields.push('ptoken', JSON.stringify(task.progressToken));
-    const { maxTasks, maxTasksPerOwner } = this.limits;
+    const { maxTasks, maxTasksPerOwner, maxTasksPerClient, maxStoredBytesPerClient } = this.limits;
+    const client = typeof task.client === 'string' ? task.client : '';
     let reply: unknown;
     try {
       reply = await this.#run('create', [
-        task.taskId, task.owner, this.#nodeOf(task.runner), maxTasks, maxTasksPerOwner, now + ttlMs, ttlMs + kGraceMs, ...fields,
+        task.taskId, task.owner, this.#nodeOf(task.runner), maxTasks, maxTasksPerOwner, now + ttlMs, ttlMs + kGraceMs,
+        client, maxTasksPerClient, maxStoredBytesPerClient, ...fields,
       ]);
     } catch (error) {
       // The script may still run (a stalled Redis answers late; ioredis resends once after a
@@ -158,6 +160,13 @@ export class RedisTaskStore implements TaskStore {
       if (this.#abandoned.size > kMaxAbandoned) this.#abandoned.delete(this.#abandoned.keys().next().value!);
       void this.#forgetAbandoned();
       throw error;
+    }
+    // The client's own bounds, counted over every node (a task of the client on any node counts).
+    if (Array.isArray(reply) && reply[0] === 'maxTasksPerClient') {
+      throw new SluiceError('task_quota_reached', `this client keeps ${String(reply[1])} tasks, its limit (maxTasksPerClient ${maxTasksPerClient}); they go when they expire`);
+    }
+    if (Array.isArray(reply) && reply[0] === 'maxStoredBytesPerClient') {
+      throw new SluiceError('task_quota_reached', `this client's tasks hold ${String(reply[1])} bytes, its limit (maxStoredBytesPerClient ${maxStoredBytesPerClient})`);
     }
     if (reply === 'gone') throw new SluiceError('cluster_unavailable', `task ${task.taskId} was abandoned after a failed create`);
     if (reply === 'duplicate') throw new Error(`task id ${task.taskId} is already in use (ids must be unique random values)`);
@@ -375,7 +384,7 @@ export class RedisTaskStore implements TaskStore {
       const set = fields.filter((f): f is [string, string] => f[1] !== undefined);
       const del = fields.filter(([, value]) => value === undefined).map(([name]) => name);
       const reply = await this.#run('commit', [
-        taskId, row.record.version, bytes, this.limits.maxTaskBytes, this.limits.maxStoredBytes, what, set.length, ...set.flat(), ...del,
+        taskId, row.record.version, bytes, this.limits.maxTaskBytes, this.limits.maxStoredBytes, what, this.limits.maxStoredBytesPerClient, set.length, ...set.flat(), ...del,
       ]);
       if (reply === 'retry') continue;
       const done = decodeRow(hash(reply));
