@@ -20,7 +20,7 @@ export interface ResponseHead {
   wwwAuthenticate: string | undefined;
 }
 
-/** Receives one exchange's response; exactly one of end() or fail() is called, once. */
+/** Receives one exchange's response; exactly one of end() or fail() is called, once. A data() chunk is valid during the call only. */
 export interface Exchange {
   head(head: ResponseHead): void;
   data(chunk: Buffer): void;
@@ -45,6 +45,7 @@ export class HttpConn {
   #closeAfter = false;
   #noBody = false;
   #lastError: string | undefined;
+  #readBuffer: Buffer | undefined;
   bytesIn = 0;
   bytesOut = 0;
 
@@ -85,9 +86,10 @@ export class HttpConn {
   #open(): Socket {
     const port = Number(this.#url.port || (this.#url.protocol === 'https:' ? 443 : 80));
     const host = this.#url.hostname.replace(/^\[|\]$/g, '');
+    // Plain TCP reads into one buffer of this connection's (onread): no Buffer and no stream event per read.
     const socket = this.#url.protocol === 'https:'
       ? tlsConnect({ host, port, servername: /^[\d.:]+$/.test(host) ? undefined : host, ALPNProtocols: ['http/1.1'] })
-      : netConnect({ host, port });
+      : netConnect({ host, port, onread: { buffer: this.#readBuffer ??= Buffer.allocUnsafe(64 * 1024), callback: (n, buf) => { this.#onData(socket, (buf as Buffer).subarray(0, n)); return true; } } });
     socket.setNoDelay(true);
     this.#socket = socket;
     this.#connected = false;
@@ -99,11 +101,7 @@ export class HttpConn {
         this.#pending = undefined;
       }
     });
-    socket.on('data', (chunk: Buffer) => {
-      if (this.#socket !== socket) return;
-      this.bytesIn += chunk.length;
-      this.#read(chunk);
-    });
+    if (this.#url.protocol === 'https:') socket.on('data', (chunk: Buffer) => this.#onData(socket, chunk));
     socket.on('error', (error: NodeJS.ErrnoException) => { this.#lastError = error.code ?? error.message; }); // 'close' follows and reports it
     socket.once('close', () => {
       if (this.#socket !== socket) return;
@@ -124,6 +122,12 @@ export class HttpConn {
         : this.#state === State.Head ? 'the connection closed before a response' : 'the connection closed in the middle of a response');
     });
     return socket;
+  }
+
+  #onData(socket: Socket, chunk: Buffer): void {
+    if (this.#socket !== socket) return;
+    this.bytesIn += chunk.length;
+    this.#read(chunk);
   }
 
   #drop(): void {
@@ -155,6 +159,7 @@ export class HttpConn {
 
   #read(chunk: Buffer): void {
     const buf = this.#buffer === undefined ? chunk : Buffer.concat([this.#buffer, chunk]);
+    // What is kept past this call is copied (Buffer.from): `chunk` may be the connection's reused read buffer.
     this.#buffer = undefined;
     let at = 0;
     while (at < buf.length || this.#state === State.Length) {
@@ -165,7 +170,7 @@ export class HttpConn {
           const end = buf.indexOf('\r\n\r\n', at, 'latin1');
           if (end === -1) {
             if (buf.length - at > kMaxHead) return this.#invalid('a response head over 64 KiB');
-            this.#buffer = buf.subarray(at);
+            this.#buffer = Buffer.from(buf.subarray(at));
             return;
           }
           if (!this.#parseHead(buf.toString('latin1', at, end))) return;
@@ -185,7 +190,7 @@ export class HttpConn {
           const end = buf.indexOf('\r\n', at, 'latin1');
           if (end === -1) {
             if (buf.length - at > 1024) return this.#invalid('a malformed chunk size');
-            this.#buffer = buf.subarray(at);
+            this.#buffer = Buffer.from(buf.subarray(at));
             return;
           }
           const size = Number.parseInt(buf.toString('latin1', at, end).split(';')[0]!, 16);
@@ -204,7 +209,7 @@ export class HttpConn {
           break;
         }
         case State.ChunkEnd: {
-          if (buf.length - at < 2) { this.#buffer = buf.subarray(at); return; }
+          if (buf.length - at < 2) { this.#buffer = Buffer.from(buf.subarray(at)); return; }
           if (buf[at] !== 13 || buf[at + 1] !== 10) return this.#invalid('a chunk not ended by CRLF');
           at += 2;
           this.#state = State.ChunkSize;
@@ -217,7 +222,7 @@ export class HttpConn {
             return this.#finish(at < buf.length);
           }
           const end = buf.indexOf('\r\n\r\n', at, 'latin1');
-          if (end === -1) { this.#buffer = buf.subarray(at); return; }
+          if (end === -1) { this.#buffer = Buffer.from(buf.subarray(at)); return; }
           at = end + 4;
           return this.#finish(at < buf.length);
         }

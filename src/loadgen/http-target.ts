@@ -4,6 +4,7 @@
  * DELETE on close; `--session-per-call` does all of that per iteration. 2026-07-28: every request
  * carries its own headers and _meta, and a cancel closes the request's stream.
  */
+import { StringDecoder } from 'node:string_decoder';
 import { bearerChallenge } from '../client/www-authenticate.js';
 import { kLegacyVersions } from '../protocol/wire.js';
 import { HttpConn } from './http-conn.js';
@@ -59,6 +60,7 @@ class Answer implements Exchange {
   #chunks: Buffer[] = [];
   #size = 0;
   #sse: SseReader | undefined;
+  #decoder: StringDecoder | undefined;
   message: Message | undefined;
   answeredAt = 0;
   progress = 0;
@@ -71,6 +73,7 @@ class Answer implements Exchange {
     this.#chunks = [];
     this.#size = 0;
     this.#sse = undefined;
+    this.#decoder = undefined;
     this.message = undefined;
     this.answeredAt = 0;
     this.progress = 0;
@@ -81,17 +84,20 @@ class Answer implements Exchange {
 
   head(head: ResponseHead): void {
     this.head_ = head;
-    if (head.status >= 200 && head.status < 300 && head.contentType.startsWith('text/event-stream')) this.#sse = new SseReader();
+    if (head.status >= 200 && head.status < 300 && head.contentType.startsWith('text/event-stream')) {
+      this.#sse = new SseReader();
+      this.#decoder = new StringDecoder('utf8'); // a character may be split between two reads
+    }
   }
 
   data(chunk: Buffer): void {
     if (this.#sse !== undefined) {
-      for (const data of this.#sse.push(chunk.toString('utf8'))) this.#event(data);
+      for (const data of this.#sse.push(this.#decoder!.write(chunk))) this.#event(data);
       if (this.#sse.pending > kMaxBody) this.failure ??= { kind: 'invalid', detail: 'an SSE event over 16 MiB' };
       return;
     }
     this.#size += chunk.length;
-    if (this.#size <= kMaxBody) this.#chunks.push(chunk);
+    if (this.#size <= kMaxBody) this.#chunks.push(Buffer.from(chunk)); // a copy: the connection reuses its read buffer
   }
 
   #event(data: string): void {

@@ -65,7 +65,8 @@ export interface BenchSummary {
   unfinished: number;
   /** Requests answered during the warm-up (not counted). */
   warmupRequests: number;
-  generator: { cpuPercent: number; threads: number; bottleneck: boolean };
+  /** The generator's CPU (all its threads): percent of one core over the run, and µs per request sent. */
+  generator: { cpuPercent: number; cpuUsPerRequest: number; threads: number; bottleneck: boolean };
   /** Each second of the measured window. */
   timeline: { second: number; requests: number; errors: number }[];
 }
@@ -152,7 +153,7 @@ export function merge(snapshots: Snapshot[], facts: RunFacts): BenchSummary {
     },
     bytesIn, bytesOut, unfinished, warmupRequests: warmup,
     // A generator thread busy 90 % of the time or more is likely what limits the rate.
-    generator: { cpuPercent, threads: facts.threads, bottleneck: cpuPercent >= 90 * facts.threads },
+    generator: { cpuPercent, cpuUsPerRequest: Math.round((facts.cpuUs / Math.max(1, requests + warmup + unfinished)) * 10) / 10, threads: facts.threads, bottleneck: cpuPercent >= 90 * facts.threads },
     timeline,
   };
 }
@@ -189,6 +190,6 @@ export function renderText(s: BenchSummary): string {
   for (const [k, d] of Object.entries(s.errors.details)) lines.push(`    ${k}: ${d}`);
   if (s.progressNotifications > 0) lines.push(`  progress      ${s.progressNotifications} notifications`);
   lines.push(`  bytes         in ${bytes(s.bytesIn)}, out ${bytes(s.bytesOut)}`);
-  lines.push(`  generator CPU ${s.generator.cpuPercent} % of one core${s.generator.bottleneck ? '  (warning: the generator, not the server, may be the bottleneck; try --threads)' : ''}`);
+  lines.push(`  generator CPU ${s.generator.cpuPercent} % of one core, ${s.generator.cpuUsPerRequest} µs a request${s.generator.bottleneck ? '  (warning: the generator, not the server, may be the bottleneck; try --threads)' : ''}`);
   return `${lines.join('\n')}\n`;
 }
