@@ -51,6 +51,9 @@ export class ClusterLink {
   #up = false;
   #subscribed = false;
   #closed = false;
+  /** The server is a Redis Cluster node: refused, the link stays down (see `#refuseCluster`). */
+  #refused: string | undefined;
+  #inspected: Promise<string | undefined> | undefined;
   /** The last connection error, for the one log line a state change gets. */
   #lastError = '';
 
@@ -77,6 +80,8 @@ export class ClusterLink {
       connection.on('close', () => this.#update());
       connection.on('end', () => this.#update());
     }
+    // A degraded start learns what the server is only once it answers: a cluster node is refused then.
+    this.#redis.once('ready', () => { void this.#refuseCluster(); });
     this.#subscriber.on('messageBuffer', (channel: Buffer, payload: Buffer) => this.#receive(channel, payload));
   }
 
@@ -103,6 +108,7 @@ export class ClusterLink {
    * and the link keeps trying in the background (down until then).
    */
   async connect(degraded: boolean): Promise<void> {
+    // Rejects with `invalid_option` when the server is a Redis Cluster node (degraded or not, once it answers).
     const connecting = Promise.all([this.#redis.connect(), this.#subscriber.connect()]);
     // Queued (the subscriber keeps an offline queue, without a retry limit) until the subscriber
     // is connected, however long a degraded start waits; re-sent by ioredis after each reconnect.
@@ -119,7 +125,13 @@ export class ClusterLink {
     }
     try {
       await Promise.all([connecting, subscribing]);
+      const refusal = await this.#refuseCluster();
+      if (refusal !== undefined) {
+        await this.close();
+        throw new SluiceError('invalid_option', refusal);
+      }
     } catch (error) {
+      if (error instanceof SluiceError && error.code === 'invalid_option') throw error;
       await this.close();
       throw new SluiceError('cluster_unavailable', `cluster: Redis at ${redactUrl(this.#options.redis)} cannot be reached: ${this.#lastError !== '' ? this.#lastError : error instanceof Error ? error.message : String(error)} (set cluster.startDegraded / --start-degraded to start without it)`, { cause: error });
     }
@@ -173,10 +185,34 @@ export class ClusterLink {
     }
   }
 
+  /**
+   * Redis Cluster is refused: the task scripts read and write keys of one task, its owner's index
+   * and the shared indexes together, which a cluster spreads over slots ("Script attempted to access
+   * a non local key"), so every task create would fail while the node looked ready. Resolves with
+   * the refusal (logged once, the link kept down) or undefined for a single Redis or Valkey.
+   */
+  #refuseCluster(): Promise<string | undefined> {
+    return this.#inspected ??= this.#inspect();
+  }
+
+  async #inspect(): Promise<string | undefined> {
+    let info: string;
+    try {
+      info = await this.#redis.info('cluster');
+    } catch {
+      return undefined; // not answered (e.g. INFO renamed): the scripts report any trouble themselves
+    }
+    if (!/^cluster_enabled:1\b/m.test(info)) return undefined;
+    this.#refused = `cluster: Redis at ${redactUrl(this.#options.redis)} is a Redis Cluster node (cluster_enabled:1); Sluice needs one Redis or Valkey primary (replicas and Sentinel are fine): its scripts change keys that a cluster puts in different slots`;
+    this.#options.log('error', `sluice: ${this.#refused}`);
+    this.#update();
+    return this.#refused;
+  }
+
   /** Recomputes the state; a change is logged once, counted, and told to the listeners. */
   #update(): void {
     if (this.#closed) return;
-    const up = this.#redis.status === 'ready' && this.#subscriber.status === 'ready' && this.#subscribed;
+    const up = this.#refused === undefined && this.#redis.status === 'ready' && this.#subscriber.status === 'ready' && this.#subscribed;
     const { counters, log } = this.#options;
     counters.set(Counter.ClusterUp, up ? 1 : 0);
     if (up === this.#up) return;
