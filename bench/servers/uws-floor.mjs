@@ -3,11 +3,9 @@
 // and Mcp-Param-* need them all), the peer address (per-client limits and scopes), a UTF-8 check,
 // a status line. Beside uws-echo.mjs it shows what those reads cost, apart from any protocol logic.
 import { isUtf8 } from 'node:buffer';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
-const require = createRequire(import.meta.url);
-const dir = dirname(require.resolve('@trufflesuite/uws-js-unofficial/package.json'));
-const uws = require(join(dir, 'binaries', `uws_${process.platform}_${process.arch}_${process.versions.modules}.node`));
+// The same native binding Sluice's loader picks for this Node (never a JavaScript imitation).
+import { loadUws } from '../../dist/src/transport/http/uws/load.js';
+const uws = loadUws();
 uws.App().any('/*', (res, req) => {
   const method = req.getMethod();
   const url = req.getUrl();

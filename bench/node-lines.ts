@@ -1,0 +1,221 @@
+/**
+ * S1 on the Node versions people run (22 and 24), each against its own ceiling in the same run:
+ *
+ * - node:http, on this machine: Sluice (`sluice-echo.mjs`, 1 and 2 HTTP workers sharing the port
+ *   through reusePort) ÷ the raw node:http JSON-RPC echo (`node-echo.mjs`, 1 and 2 threads), at both
+ *   eras, from a sync and an async handler. Target: >= 0.80.
+ * - uWS, inside the Debian 13 root of `.ci/current-distro` (glibc 2.41, where the btc-vision builds
+ *   for ABI 127/137 load): Sluice (1 HTTP worker) ÷ the raw uWS echo (`uws-echo.mjs`) on that Node.
+ *   Target: >= 0.75.
+ *
+ * Every server is pinned to CPU 1 and wrk -t1 to CPU 0; the servers of one Node line start once and
+ * stay up, and each rep runs the endpoints in a rotated order, so drift favours none. Ratios are
+ * per rep (req/s, and server CPU per request, which other load on a shared machine moves less),
+ * with min–max and median. Writes bench/results/node-lines.{md,json,svg} (or `--out NAME`).
+ *
+ *   npm run build && node dist/bench/node-lines.js [--reps 3] [--seconds 4] [--connections 32] [--lines 22,24] [--no-uws]
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { send } from './lib/http-client.js';
+import { machineLine } from './lib/machine.js';
+import { startServer, stopServer } from './lib/process.js';
+import type { Running } from './lib/process.js';
+import { kRoot, toJson, writeResults } from './lib/report.js';
+import { median, range } from './lib/stats.js';
+import { svgHead, xmlEscape } from './lib/svg.js';
+import { asyncOf, checkEcho, legacyEcho, modernEcho } from './http/contenders.js';
+import type { Endpoint } from './http/wrk.js';
+import { ensureTools, kServers, wrk } from './http/wrk.js';
+
+const argv = process.argv.slice(2);
+const opt = (name: string, fallback: string): string => {
+  const i = argv.indexOf(`--${name}`);
+  return i >= 0 && i + 1 < argv.length ? argv[i + 1]! : fallback;
+};
+const reps = Number(opt('reps', '3'));
+const seconds = Number(opt('seconds', '4'));
+const connections = Number(opt('connections', '32'));
+const lines = opt('lines', '22,24').split(',').map(Number);
+const withUws = !argv.includes('--no-uws');
+const out = opt('out', 'node-lines');
+
+const kNodeBin = (line: number): string => join(kRoot, '.ci', 'node-versions', 'node_modules', `node${line}`, 'bin', 'node');
+const kCurrentDistro = join(kRoot, '.ci', 'current-distro');
+
+type ServerKey = 'rawNode1' | 'rawNode2' | 'sluiceNode1' | 'sluiceNode2' | 'rawUws' | 'sluiceUws';
+interface ServerSpec { key: ServerKey; script: string; args: string[]; uws: boolean; label: string }
+const kServerSpecs: readonly ServerSpec[] = [
+  { key: 'rawNode1', script: 'node-echo.mjs', args: ['1'], uws: false, label: 'raw node:http echo, 1 thread' },
+  { key: 'rawNode2', script: 'node-echo.mjs', args: ['2'], uws: false, label: 'raw node:http echo, 2 threads (reusePort)' },
+  { key: 'sluiceNode1', script: 'sluice-echo.mjs', args: ['nosessions', '1'], uws: false, label: 'Sluice, node:http, 1 HTTP worker' },
+  { key: 'sluiceNode2', script: 'sluice-echo.mjs', args: ['nosessions', '2'], uws: false, label: 'Sluice, node:http, 2 HTTP workers (reusePort)' },
+  { key: 'rawUws', script: 'uws-echo.mjs', args: [], uws: true, label: 'raw uWS echo (btc-vision build, Debian 13 root)' },
+  { key: 'sluiceUws', script: 'sluice-echo.mjs', args: ['nosessions', '1'], uws: true, label: 'Sluice, uWS, 1 HTTP worker (Debian 13 root)' },
+];
+
+const legacy = legacyEcho();
+const modern = modernEcho();
+/** The raw echoes need no MCP headers; the same bodies keep the work per request comparable. */
+const raw = (e: Endpoint): Endpoint => ({ ...e, headers: { 'content-type': 'application/json' } });
+interface RunSpec { key: string; server: ServerKey; endpoint: Endpoint; label: string }
+const kRunSpecs: readonly RunSpec[] = [
+  { key: 'rawNode1.legacy', server: 'rawNode1', endpoint: raw(legacy), label: 'raw node:http ×1, legacy body' },
+  { key: 'rawNode1.modern', server: 'rawNode1', endpoint: raw(modern), label: 'raw node:http ×1, 2026-07-28 body' },
+  { key: 'sluiceNode1.legacy', server: 'sluiceNode1', endpoint: legacy, label: 'Sluice node:http ×1, legacy sync' },
+  { key: 'sluiceNode1.legacyAsync', server: 'sluiceNode1', endpoint: asyncOf(legacy), label: 'Sluice node:http ×1, legacy async' },
+  { key: 'sluiceNode1.modern', server: 'sluiceNode1', endpoint: modern, label: 'Sluice node:http ×1, 2026-07-28 sync' },
+  { key: 'sluiceNode1.modernAsync', server: 'sluiceNode1', endpoint: asyncOf(modern), label: 'Sluice node:http ×1, 2026-07-28 async' },
+  { key: 'rawNode2.legacy', server: 'rawNode2', endpoint: raw(legacy), label: 'raw node:http ×2, legacy body' },
+  { key: 'rawNode2.modern', server: 'rawNode2', endpoint: raw(modern), label: 'raw node:http ×2, 2026-07-28 body' },
+  { key: 'sluiceNode2.legacy', server: 'sluiceNode2', endpoint: legacy, label: 'Sluice node:http ×2, legacy sync' },
+  { key: 'sluiceNode2.modern', server: 'sluiceNode2', endpoint: modern, label: 'Sluice node:http ×2, 2026-07-28 sync' },
+  { key: 'rawUws.legacy', server: 'rawUws', endpoint: raw(legacy), label: 'raw uWS, legacy body' },
+  { key: 'rawUws.modern', server: 'rawUws', endpoint: raw(modern), label: 'raw uWS, 2026-07-28 body' },
+  { key: 'sluiceUws.legacy', server: 'sluiceUws', endpoint: legacy, label: 'Sluice uWS ×1, legacy sync' },
+  { key: 'sluiceUws.legacyAsync', server: 'sluiceUws', endpoint: asyncOf(legacy), label: 'Sluice uWS ×1, legacy async' },
+  { key: 'sluiceUws.modern', server: 'sluiceUws', endpoint: modern, label: 'Sluice uWS ×1, 2026-07-28 sync' },
+  { key: 'sluiceUws.modernAsync', server: 'sluiceUws', endpoint: asyncOf(modern), label: 'Sluice uWS ×1, 2026-07-28 async' },
+];
+
+interface RatioSpec { name: string; of: string; over: string; target: number }
+const kRatioSpecs: readonly RatioSpec[] = [
+  { name: 'node:http ×1: legacy sync ÷ raw', of: 'sluiceNode1.legacy', over: 'rawNode1.legacy', target: 0.8 },
+  { name: 'node:http ×1: legacy async ÷ raw', of: 'sluiceNode1.legacyAsync', over: 'rawNode1.legacy', target: 0.8 },
+  { name: 'node:http ×1: 2026-07-28 sync ÷ raw', of: 'sluiceNode1.modern', over: 'rawNode1.modern', target: 0.8 },
+  { name: 'node:http ×1: 2026-07-28 async ÷ raw', of: 'sluiceNode1.modernAsync', over: 'rawNode1.modern', target: 0.8 },
+  { name: 'node:http ×2: legacy sync ÷ raw ×2', of: 'sluiceNode2.legacy', over: 'rawNode2.legacy', target: 0.8 },
+  { name: 'node:http ×2: 2026-07-28 sync ÷ raw ×2', of: 'sluiceNode2.modern', over: 'rawNode2.modern', target: 0.8 },
+  { name: 'uWS ×1: legacy sync ÷ raw uWS', of: 'sluiceUws.legacy', over: 'rawUws.legacy', target: 0.75 },
+  { name: 'uWS ×1: legacy async ÷ raw uWS', of: 'sluiceUws.legacyAsync', over: 'rawUws.legacy', target: 0.75 },
+  { name: 'uWS ×1: 2026-07-28 sync ÷ raw uWS', of: 'sluiceUws.modern', over: 'rawUws.modern', target: 0.75 },
+  { name: 'uWS ×1: 2026-07-28 async ÷ raw uWS', of: 'sluiceUws.modernAsync', over: 'rawUws.modern', target: 0.75 },
+];
+
+/** The process serving inside the chroot: the wrapper's only descendant that is not a shell. */
+function servingPid(pid: number): number {
+  for (let depth = 0; depth < 6; depth++) {
+    const comm = readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+    if (comm === 'node' || comm.startsWith('node')) return pid;
+    const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter((x) => x !== '').map(Number);
+    if (children.length === 0) break;
+    pid = children[children.length - 1]!;
+  }
+  return pid;
+}
+
+async function startOn(line: number, spec: ServerSpec): Promise<Running> {
+  const script = join(kServers, spec.script);
+  if (!spec.uws) return startServer([script, ...spec.args], 1, kNodeBin(line));
+  // taskset pins the wrapper, and so everything it starts inside the root.
+  const s = await startServer([String(line), 'node', script, ...spec.args], 1, kCurrentDistro);
+  return { ...s, pid: servingPid(s.pid) };
+}
+
+/** Which HTTP stack answered: uWS marks every response with a `uWebSockets` header. */
+function checkStack(spec: ServerSpec, headers: Record<string, string | string[] | undefined>): void {
+  const uws = headers.uwebsockets !== undefined;
+  if (uws !== spec.uws) throw new Error(`${spec.label}: answered by ${uws ? 'uWebSockets.js' : 'node:http'}, expected ${spec.uws ? 'uWS' : 'node:http'}`);
+}
+
+interface LineResult { line: number; version: string; rps: Record<string, number[]>; cpu: Record<string, number[]> }
+
+async function measureLine(line: number): Promise<LineResult> {
+  const version = (await import('node:child_process')).execFileSync(kNodeBin(line), ['--version'], { encoding: 'utf8' }).trim();
+  const specs = kServerSpecs.filter((s) => withUws || !s.uws);
+  const runs = kRunSpecs.filter((r) => specs.some((s) => s.key === r.server));
+  const servers = new Map<ServerKey, Running>();
+  const rps: Record<string, number[]> = {};
+  const cpu: Record<string, number[]> = {};
+  try {
+    for (const spec of specs) servers.set(spec.key, await startOn(line, spec));
+    for (const r of runs) {
+      const s = servers.get(r.server)!;
+      const spec = specs.find((x) => x.key === r.server)!;
+      const sample = await send(s.port, r.endpoint);
+      checkEcho(r.label, sample);
+      checkStack(spec, sample.headers);
+      await wrk(s.port, r.endpoint, connections, 2, s.pid); // warm-up (JIT)
+      rps[r.key] = [];
+      cpu[r.key] = [];
+    }
+    for (let rep = 0; rep < reps; rep++) {
+      for (let k = 0; k < runs.length; k++) {
+        const r = runs[(k + rep) % runs.length]!;
+        const s = servers.get(r.server)!;
+        const w = await wrk(s.port, r.endpoint, connections, seconds, s.pid);
+        if (w.non2xx > 0) throw new Error(`Node ${line} ${r.label}: ${w.non2xx} non-2xx responses`);
+        rps[r.key]!.push(w.rps);
+        cpu[r.key]!.push((w.serverCpu * 1e6) / Math.max(1, w.requests));
+        process.stderr.write(`Node ${line} rep ${rep + 1} ${r.label}: ${w.rps.toFixed(0)} req/s, ${cpu[r.key]!.at(-1)!.toFixed(1)} CPU µs/req\n`);
+      }
+    }
+  } finally {
+    for (const s of servers.values()) await stopServer(s);
+  }
+  return { line, version, rps, cpu };
+}
+
+ensureTools();
+const results: LineResult[] = [];
+for (const line of lines) results.push(await measureLine(line));
+
+const f = (x: number, d = 2): string => (Number.isFinite(x) ? x.toFixed(d) : '–');
+interface RatioRow { line: number; name: string; target: number; rps: number[]; cpu: number[]; met: boolean }
+const ratioRows: RatioRow[] = [];
+for (const res of results) {
+  for (const q of kRatioSpecs) {
+    const of = res.rps[q.of];
+    const over = res.rps[q.over];
+    if (of === undefined || over === undefined) continue;
+    const r = of.map((x, i) => x / over[i]!);
+    const c = res.cpu[q.of]!.map((x, i) => res.cpu[q.over]![i]! / x);
+    ratioRows.push({ line: res.line, name: q.name, target: q.target, rps: r, cpu: c, met: median(r) >= q.target });
+  }
+}
+
+const md = [
+  '# S1 on Node 22 and 24: Sluice ÷ its own ceiling', '',
+  `Servers pinned to CPU 1, wrk -t1 to CPU 0, c = ${connections}, ${seconds} s per run, ${reps} reps in a rotated order. node:http rows on this machine; uWS rows inside the Debian 13 root of \`.ci/current-distro\` (the btc-vision build for that ABI). ${machineLine()}`, '',
+  `Command: \`node dist/bench/node-lines.js --reps ${reps} --seconds ${seconds} --connections ${connections} --lines ${lines.join(',')}${withUws ? '' : ' --no-uws'}\``, '',
+  '## Targets', '',
+  '| Node | ratio | target | req/s ratio per rep | min–max | median | CPU/req ratio median | status |', '|---|---|---:|---|---|---:|---:|---|',
+  ...ratioRows.map((q) => {
+    const r = range(q.rps);
+    return `| ${q.line} | ${q.name} | ≥ ${q.target} | ${q.rps.map((x) => f(x, 3)).join(', ')} | ${f(r.min, 2)}–${f(r.max, 2)} | ${f(median(q.rps), 2)} | ${f(median(q.cpu), 2)} | ${q.met ? 'met' : 'missed'} |`;
+  }), '',
+  '(CPU/req ratio: the raw server\'s CPU per request ÷ Sluice\'s, so 1 = as cheap.)', '',
+  '## Runs', '',
+];
+for (const res of results) {
+  md.push(`### Node ${res.version}`, '', '| run | req/s per rep | median | CPU µs/req median |', '|---|---|---:|---:|');
+  for (const r of kRunSpecs) {
+    const x = res.rps[r.key];
+    if (x === undefined) continue;
+    md.push(`| ${r.label} | ${x.map((v) => f(v, 0)).join(', ')} | ${f(median(x), 0)} | ${f(median(res.cpu[r.key]!), 1)} |`);
+  }
+  md.push('');
+}
+
+/** One bar per ratio and Node line (median), with the target drawn as a tick. */
+function chart(): string {
+  const rowH = 18;
+  const width = 720;
+  const left = 330;
+  const scale = (x: number) => left + Math.min(1.2, x) / 1.2 * (width - left - 40);
+  const parts = svgHead(width, 40 + ratioRows.length * rowH + 20, '#fff', 11);
+  parts.push(`<text x="10" y="20" font-weight="bold">Sluice ÷ its own ceiling, median of ${reps} reps (req/s)</text>`);
+  ratioRows.forEach((q, i) => {
+    const y = 36 + i * rowH;
+    const m = median(q.rps);
+    parts.push(`<text x="10" y="${y + 12}">Node ${q.line}: ${xmlEscape(q.name)}</text>`);
+    parts.push(`<rect x="${left}" y="${y + 2}" width="${scale(m) - left}" height="${rowH - 6}" fill="${q.met ? '#4a8' : '#d64'}"/>`);
+    parts.push(`<line x1="${scale(q.target)}" x2="${scale(q.target)}" y1="${y}" y2="${y + rowH - 2}" stroke="#000"/>`);
+    parts.push(`<text x="${scale(m) + 4}" y="${y + 12}">${f(m, 2)}</text>`);
+  });
+  parts.push('</svg>');
+  return parts.join('\n');
+}
+
+console.log(writeResults([[`${out}.md`, md.join('\n')], [`${out}.json`, toJson({ reps, seconds, connections, results, ratios: ratioRows })], [`${out}.svg`, chart()]]).join('\n'));
+console.log(md.join('\n'));
