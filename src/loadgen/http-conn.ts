@@ -59,14 +59,14 @@ export class HttpConn {
   }
 
   /** Sends one request (`text`: the whole request, head and body) and reports its response to `exchange`. */
-  send(text: string, exchange: Exchange, noBody = false): void {
-    // `text` is the whole request; its head is ASCII and its body UTF-8 (JSON).
+  send(text: string, exchange: Exchange, noBody = false, bytes = Buffer.byteLength(text)): void {
+    // `text` is the whole request (`bytes` long in UTF-8); its head is ASCII and its body UTF-8 (JSON).
     if (this.#exchange !== undefined) throw new Error('HttpConn: one exchange at a time');
     this.#exchange = exchange;
     this.#state = State.Head;
     this.#noBody = noBody;
     this.#closeAfter = false;
-    this.bytesOut += Buffer.byteLength(text);
+    this.bytesOut += bytes;
     const socket = this.#socket ?? this.#open();
     if (this.#connected) socket.write(text);
     else this.#pending = text;
@@ -254,14 +254,18 @@ export class HttpConn {
     let lineStart = text.indexOf('\r\n');
     while (lineStart !== -1) {
       const next = text.indexOf('\r\n', lineStart + 2);
-      const line = text.slice(lineStart + 2, next === -1 ? undefined : next);
+      const first = text.charCodeAt(lineStart + 2) | 0x20;
+      const at = lineStart + 2;
       lineStart = next;
+      // Only names starting c, t, m or w matter here: the others are skipped without a slice.
+      if (first !== 99 && first !== 116 && first !== 109 && first !== 119) continue;
+      const line = text.slice(at, next === -1 ? undefined : next);
       const colon = line.indexOf(':');
       if (colon <= 0) continue;
       const name = line.slice(0, colon).toLowerCase();
       const value = line.slice(colon + 1).trim();
       switch (name) {
-        case 'content-length': length = Number(value); break;
+        case 'content-length': length = /^\d{1,15}$/.test(value) ? Number(value) : Number.NaN; break;
         case 'transfer-encoding': chunked = value.toLowerCase().includes('chunked'); break;
         case 'content-type': head.contentType = value.toLowerCase(); break;
         case 'mcp-session-id': head.sessionId = value; break;
@@ -281,7 +285,10 @@ export class HttpConn {
       this.#remaining = 0;
     } else if (chunked) {
       this.#state = State.ChunkSize;
-    } else if (length >= 0 && Number.isSafeInteger(length)) {
+    } else if (Number.isNaN(length)) {
+      this.#invalid('a malformed Content-Length');
+      return false;
+    } else if (length >= 0) {
       this.#state = State.Length;
       this.#remaining = length;
     } else {

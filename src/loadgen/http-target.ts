@@ -155,6 +155,7 @@ export class HttpTarget implements Target {
   #callHead = '';
   #bodyPrefix = '';
   #bodySuffix = '';
+  #bodyBytes = 0;
   readonly #answer = new Answer();
   #done: CallDone | undefined;
   onStep?: (step: Step, ms: number) => void;
@@ -168,6 +169,7 @@ export class HttpTarget implements Target {
     const at = body.indexOf('"id":0') + 5;
     this.#bodyPrefix = body.slice(0, at);
     this.#bodySuffix = body.slice(at + 1);
+    this.#bodyBytes = Buffer.byteLength(this.#bodyPrefix) + Buffer.byteLength(this.#bodySuffix);
   }
 
   get bytesIn(): number { return this.#conn.bytesIn + (this.#side?.bytesIn ?? 0); }
@@ -236,7 +238,9 @@ export class HttpTarget implements Target {
 
   #send(id: number): void {
     const body = this.#bodyPrefix + id + this.#bodySuffix;
-    this.#conn.send(`${this.#callHead}content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`, this.#answer.reset(id, this.#ended));
+    const length = this.#bodyBytes + String(id).length; // the id is ASCII digits
+    const head = `${this.#callHead}content-length: ${length}\r\n\r\n`;
+    this.#conn.send(head + body, this.#answer.reset(id, this.#ended), false, head.length + length);
   }
 
   readonly #ended = (): void => {
