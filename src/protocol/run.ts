@@ -119,8 +119,10 @@ export class Run implements Running, ContextHost {
   readonly #host: RunHost;
   readonly #reply: Reply;
   readonly #handle: TrackHandle;
-  /** When it started, for requestStopChannel (read only while someone listens: 0 otherwise). */
-  readonly #started = requestStopChannel.hasSubscribers ? performance.now() : 0;
+  /** When it started: the duration histogram and requestStopChannel. */
+  readonly #started = performance.now();
+  /** `error.type` of the outcome ('' when it succeeded), for the duration histogram. */
+  #errorType = '';
   #ctx: ToolContext | undefined;
   /** Ids of requests this run sent to the client and still waits on (made on first use). */
   #awaiting: Set<string> | undefined;
@@ -209,11 +211,13 @@ export class Run implements Running, ContextHost {
       if (this.#handle.cancelled) {
         reply.cancelled();
       } else if (error instanceof ProtocolError) {
+        this.#errorType = String(error.rpcCode);
         reply.respond(protocolErrorBody(this.id, error), error.httpStatus);
       } else {
         // A handler's own failure is a JSON-RPC error for the client (HTTP 200, as any response);
         // the log gets its stack, at a bounded rate so clients cannot flood it.
         this.#host.logFailure(this.method, this.target, error);
+        this.#errorType = String(ErrorCode.InternalError);
         reply.respond(errorBody(this.id, ErrorCode.InternalError, 'Internal error'), 200);
       }
     }
@@ -326,6 +330,7 @@ export class Run implements Running, ContextHost {
         return;
       }
       this.#ended = true;
+      if (result.isError === true) this.#errorType = 'tool_error';
       if (this.#handle.cancelled) this.#reply.cancelled();
       else this.#reply.respond(body, 200);
     }
@@ -399,10 +404,13 @@ export class Run implements Running, ContextHost {
     host.registry.untrack(this.#handle);
     host.registry.clear(this.id, this.info.scope);
     this.#reply.released?.();
-    if (requestStopChannel.hasSubscribers) {
-      // A listener that came after the request started gets no duration for it (NaN).
-      requestStopChannel.publish({ method: this.method, durationMs: this.#started === 0 ? NaN : performance.now() - this.#started, status });
-    }
+    const durationMs = performance.now() - this.#started;
+    const failure = this.#errorType;
+    // A JSON-RPC error's target is whatever the client sent (an unknown tool's name): it is not a
+    // label, so hostile names cannot multiply the series.
+    const target = failure === '' || failure === 'tool_error' ? this.target : '';
+    host.counters.histograms.observe(this.method, target, status === 'cancelled' || status === 'killed' ? status : failure, durationMs / 1000);
+    if (requestStopChannel.hasSubscribers) requestStopChannel.publish({ method: this.method, durationMs, status });
   }
 }
 

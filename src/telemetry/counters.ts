@@ -1,6 +1,8 @@
 import { Roster } from '../../native-free-shm/index.js';
 import type { RosterDescriptor, RosterMember } from '../../native-free-shm/index.js';
 import type { RegistryCounters } from '../registry/index.js';
+import { OperationHistograms, histogramText } from './histograms.js';
+import type { HistogramsDescriptor } from './histograms.js';
 
 /** Server-wide counters, each thread counting into its own padded block of shared memory. */
 export const Counter = {
@@ -61,19 +63,28 @@ const kGauges: readonly Counter[] = [Counter.StreamBufferedBytes, Counter.TasksS
 export interface ServerCountersDescriptor {
   readonly kind: 'sluice/counters';
   readonly roster: RosterDescriptor;
+  /** The latency histograms' blocks (see OperationHistograms). */
+  readonly histograms: HistogramsDescriptor;
 }
 
 export class ServerCounters {
   readonly #roster: Roster;
   readonly #member: RosterMember;
+  /** `mcp.server.operation.duration` per method and target, per thread block. */
+  readonly histograms: OperationHistograms;
 
   static create(maxThreads: number): ServerCounters {
-    return new ServerCounters({ kind: 'sluice/counters', roster: Roster.create({ capacity: maxThreads, counters: kCount }).descriptor });
+    return new ServerCounters({
+      kind: 'sluice/counters',
+      roster: Roster.create({ capacity: maxThreads, counters: kCount }).descriptor,
+      histograms: OperationHistograms.create().descriptor,
+    });
   }
 
   constructor(descriptor: ServerCountersDescriptor) {
     this.#roster = Roster.attach(descriptor.roster);
     this.#member = this.#roster.join();
+    this.histograms = new OperationHistograms(descriptor.histograms);
     const counters = this.#member.counters;
     this.#roster.onRelease((entry) => {
       const base = this.#roster.counterBaseOf(entry);
@@ -82,7 +93,7 @@ export class ServerCounters {
   }
 
   get descriptor(): ServerCountersDescriptor {
-    return { kind: 'sluice/counters', roster: this.#roster.descriptor };
+    return { kind: 'sluice/counters', roster: this.#roster.descriptor, histograms: this.histograms.descriptor };
   }
 
   /** Single writer per block: a plain increment, no cross-thread traffic. */
@@ -107,6 +118,7 @@ export class ServerCounters {
   /** Frees this thread's block when the thread `threadId` is gone (its counts stay in the sums). */
   threadExited(threadId: number): void {
     this.#roster.release(threadId);
+    this.histograms.threadExited(threadId);
   }
 }
 
@@ -155,5 +167,6 @@ export function prometheusText(registry: RegistryCounters, server: ServerCounter
     metric('sluice_cluster_session_writes_failed_total', 'counter', 'initialize, logging/setLevel and DELETE refused with 503 because Redis could not take the change.', server.sum(Counter.ClusterSessionWritesFailed));
     metric('sluice_cluster_messages_refused_total', 'counter', 'Messages between nodes refused by their bounds (too large, malformed).', server.sum(Counter.ClusterRefused));
   }
+  histogramText(server.histograms.snapshot(), lines);
   return `${lines.join('\n')}\n`;
 }

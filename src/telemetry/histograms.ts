@@ -1,0 +1,232 @@
+import { Roster } from '../../native-free-shm/index.js';
+import type { RosterDescriptor, RosterMember } from '../../native-free-shm/index.js';
+
+/**
+ * Latency histograms kept like the counters: each serving thread writes its own block of shared
+ * memory (single writer, plain stores, no lock), a scrape sums the blocks. A block holds up to
+ * `kSeriesPerThread` series, each named by its labels (method, target, error type) in the block's
+ * own directory: the writer fills a series' name and zeroed cells, then publishes the new series
+ * count with one atomic store, so a reader never sees a half-written name.
+ *
+ * A thread joins on its first observation (the supervisor and pool threads never take a block);
+ * a replacement thread that takes a dead thread's block reads its directory and counts on, so
+ * every series stays monotonic.
+ */
+
+/**
+ * Bucket bounds in seconds: the explicit boundaries the MCP semantic conventions advise for
+ * `mcp.server.operation.duration` (@opentelemetry/semantic-conventions 1.45.0).
+ */
+export const kDurationBounds: readonly number[] = [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300];
+
+/** Serving threads that can hold a block at once (a thread past it records nothing). */
+export const kHistogramThreads = 128;
+/** Series one thread block can name; later new label sets go to the `_other` series. */
+export const kSeriesPerThread = 64;
+/** Bytes of one series' name (`method \0 target \0 error`, UTF-8, cut at a character boundary). */
+const kNameBytes = 96;
+/** Cells per series: one per bucket (the last is +Inf), then the sum. The count is the buckets' total. */
+const kBuckets = kDurationBounds.length + 1;
+const kCells = kBuckets + 1;
+/** Per block: the published series count (Int32 word 0). */
+const kHeaderWords = 16; // a 64-byte header, so blocks do not share a line with their neighbour
+
+export interface HistogramsDescriptor {
+  readonly kind: 'sluice/histograms';
+  readonly roster: RosterDescriptor;
+  readonly cells: SharedArrayBuffer;
+  readonly names: SharedArrayBuffer;
+}
+
+/** One series' labels and totals, summed over every thread block. */
+export interface HistogramSeries {
+  readonly method: string;
+  /** The tool or prompt named, or ''. */
+  readonly target: string;
+  /** `error.type`: '' when the request succeeded. */
+  readonly error: string;
+  /** Counts per bucket (not cumulative), `kDurationBounds.length + 1` of them (the last: +Inf). */
+  readonly buckets: number[];
+  /** Seconds. */
+  sum: number;
+  count: number;
+}
+
+const kOther = '_other';
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+export class OperationHistograms {
+  readonly #roster: Roster;
+  readonly #cells: Float64Array;
+  readonly #headers: Int32Array;
+  readonly #names: Uint8Array;
+  readonly #descriptor: HistogramsDescriptor;
+  #member: RosterMember | undefined;
+  /** False once joining failed (every block taken): this thread records nothing. */
+  #usable = true;
+  /** This thread's series: method → target → error → series index in the block. */
+  readonly #index = new Map<string, Map<string, Map<string, number>>>();
+  #count = 0;
+  #cellBase = 0;
+
+  static create(threads = kHistogramThreads): OperationHistograms {
+    const roster = Roster.create({ capacity: threads, counters: 0 });
+    return new OperationHistograms({
+      kind: 'sluice/histograms',
+      roster: roster.descriptor,
+      cells: new SharedArrayBuffer(threads * (kHeaderWords * 4 + kSeriesPerThread * kCells * 8)),
+      names: new SharedArrayBuffer(threads * kSeriesPerThread * kNameBytes),
+    });
+  }
+
+  constructor(descriptor: HistogramsDescriptor) {
+    this.#descriptor = descriptor;
+    this.#roster = Roster.attach(descriptor.roster);
+    const threads = this.#roster.capacity;
+    // Layout: every block's 64-byte header first, then every block's cells.
+    this.#headers = new Int32Array(descriptor.cells, 0, threads * kHeaderWords);
+    this.#cells = new Float64Array(descriptor.cells, threads * kHeaderWords * 4, threads * kSeriesPerThread * kCells);
+    this.#names = new Uint8Array(descriptor.names);
+  }
+
+  get descriptor(): HistogramsDescriptor {
+    return this.#descriptor;
+  }
+
+  /**
+   * Counts one operation of `seconds` under its labels. Allocation-free once the series exists:
+   * three map lookups, a bucket search and two stores into this thread's block.
+   */
+  observe(method: string, target: string, error: string, seconds: number): void {
+    let series = this.#index.get(method)?.get(target)?.get(error);
+    if (series === undefined) {
+      series = this.#seriesFor(method, target, error);
+      if (series < 0) return;
+    }
+    let bucket = 0;
+    while (bucket < kBuckets - 1 && seconds > kDurationBounds[bucket]!) bucket++;
+    const at = this.#cellBase + series * kCells;
+    this.#cells[at + bucket]! += 1;
+    this.#cells[at + kBuckets]! += seconds;
+  }
+
+  /** The series for these labels in this thread's block, made (and published) if new; -1 if unusable. */
+  #seriesFor(method: string, target: string, error: string): number {
+    if (this.#member === undefined && !this.#join()) return -1;
+    if (this.#count >= kSeriesPerThread - 1) {
+      // Full: everything new lands in one `_other` series (the last slot), so a flood of names
+      // cannot grow the output.
+      const other = this.#lookup(kOther, '', '');
+      if (other !== undefined) return other;
+      if (this.#count >= kSeriesPerThread) return -1;
+      method = kOther;
+      target = '';
+      error = '';
+    }
+    const series = this.#count;
+    const entry = this.#member!.index;
+    const name = encoder.encode(`${method}\0${target}\0${error}`);
+    const length = Math.min(name.length, kNameBytes - 1);
+    const at = (entry * kSeriesPerThread + series) * kNameBytes;
+    this.#names[at] = length;
+    this.#names.set(name.subarray(0, length), at + 1);
+    this.#cells.fill(0, this.#cellBase + series * kCells, this.#cellBase + (series + 1) * kCells);
+    this.#count = series + 1;
+    Atomics.store(this.#headers, entry * kHeaderWords, this.#count); // publishes the name and cells
+    this.#remember(method, target, error, series);
+    return series;
+  }
+
+  #lookup(method: string, target: string, error: string): number | undefined {
+    return this.#index.get(method)?.get(target)?.get(error);
+  }
+
+  #remember(method: string, target: string, error: string, series: number): void {
+    let byTarget = this.#index.get(method);
+    if (byTarget === undefined) this.#index.set(method, byTarget = new Map());
+    let byError = byTarget.get(target);
+    if (byError === undefined) byTarget.set(target, byError = new Map());
+    byError.set(error, series);
+  }
+
+  /** Takes a block; a block a dead thread left is continued (its directory read back). */
+  #join(): boolean {
+    if (!this.#usable) return false;
+    try {
+      this.#member = this.#roster.join();
+    } catch {
+      this.#usable = false; // every block is held by a live thread
+      return false;
+    }
+    const entry = this.#member.index;
+    this.#cellBase = entry * kSeriesPerThread * kCells;
+    this.#count = Atomics.load(this.#headers, entry * kHeaderWords);
+    for (let series = 0; series < this.#count; series++) {
+      const [method, target, error] = this.#nameOf(entry, series);
+      this.#remember(method, target, error, series);
+    }
+    return true;
+  }
+
+  #nameOf(entry: number, series: number): [string, string, string] {
+    const at = (entry * kSeriesPerThread + series) * kNameBytes;
+    const text = decoder.decode(this.#names.subarray(at + 1, at + 1 + this.#names[at]!));
+    const [method = '', target = '', error = ''] = text.split('\0');
+    return [method, target, error];
+  }
+
+  /** Every series summed over the thread blocks (the scrape). */
+  snapshot(): HistogramSeries[] {
+    const merged = new Map<string, HistogramSeries>();
+    const threads = this.#roster.capacity;
+    for (let entry = 0; entry < threads; entry++) {
+      const count = Atomics.load(this.#headers, entry * kHeaderWords);
+      for (let series = 0; series < count; series++) {
+        const [method, target, error] = this.#nameOf(entry, series);
+        const key = `${method}\0${target}\0${error}`;
+        let out = merged.get(key);
+        if (out === undefined) merged.set(key, out = { method, target, error, buckets: new Array<number>(kBuckets).fill(0), sum: 0, count: 0 });
+        const at = (entry * kSeriesPerThread + series) * kCells;
+        for (let b = 0; b < kBuckets; b++) {
+          const n = this.#cells[at + b]!;
+          out.buckets[b]! += n;
+          out.count += n;
+        }
+        out.sum += this.#cells[at + kBuckets]!;
+      }
+    }
+    return [...merged.values()].sort((a, b) => (a.method < b.method ? -1 : a.method > b.method ? 1 : a.target < b.target ? -1 : a.target > b.target ? 1 : a.error < b.error ? -1 : 1));
+  }
+
+  /** Frees the block of the thread `threadId` once it is gone (its counts stay in the sums). */
+  threadExited(threadId: number): void {
+    this.#roster.release(threadId);
+  }
+}
+
+/** Escapes a Prometheus label value. */
+function label(value: string): string {
+  return value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
+}
+
+/**
+ * The Prometheus text of the operation histograms (`mcp.server.operation.duration` as
+ * `mcp_server_operation_duration_seconds`, labels named as the OpenTelemetry attributes with dots
+ * as underscores). tools/call's target is `gen_ai_tool_name`, prompts/get's `gen_ai_prompt_name`.
+ */
+export function histogramText(series: readonly HistogramSeries[], lines: string[]): void {
+  const name = 'mcp_server_operation_duration_seconds';
+  lines.push(`# HELP ${name} MCP request duration as observed by the server, from receipt until the result is sent.`, `# TYPE ${name} histogram`);
+  for (const s of series) {
+    let labels = `mcp_method_name="${label(s.method)}"`;
+    if (s.target !== '') labels += `,${s.method === 'prompts/get' ? 'gen_ai_prompt_name' : 'gen_ai_tool_name'}="${label(s.target)}"`;
+    if (s.error !== '') labels += `,error_type="${label(s.error)}"`;
+    let cumulative = 0;
+    for (let b = 0; b < kDurationBounds.length; b++) {
+      cumulative += s.buckets[b]!;
+      lines.push(`${name}_bucket{${labels},le="${kDurationBounds[b]}"} ${cumulative}`);
+    }
+    lines.push(`${name}_bucket{${labels},le="+Inf"} ${s.count}`, `${name}_sum{${labels}} ${s.sum}`, `${name}_count{${labels}} ${s.count}`);
+  }
+}
