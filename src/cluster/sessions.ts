@@ -14,6 +14,9 @@
  * other node drops its copy at once (a later request re-adopts, with the new level). While this
  * node's subscriber is down, the copies are revalidated against Redis every `revalidateMs`
  * (default 5 s), and all of them are dropped when it comes back (invalidations were missed).
+ * A DELETE answers only once every node that heard the invalidation has dropped its copy (each
+ * acknowledges on `<prefix>sessions-ack`), or after kAckTimeoutMs (a node that slow is cut off, and
+ * revalidates): a request on another node after the 204 is not served the deleted session.
  * So a node serves a session deleted elsewhere: not at all once the message arrives; at most
  * `revalidateMs` (plus a command's time-out) while only its subscriber is cut; while the node
  * cannot reach Redis at all, until it can again (deletes elsewhere need Redis, so a Redis outage
@@ -43,6 +46,8 @@ export interface SessionRecord {
 /** Longest wait for one Redis command: past it the caller answers 503 rather than hang. */
 const kCommandTimeoutMs = 2_000;
 const kDefaultRevalidateMs = 5_000;
+/** Longest wait of a DELETE for the other nodes' acknowledgements of its invalidation. */
+export const kAckTimeoutMs = 1_000;
 
 /** Redis could not be asked (not connected, or no answer in time). */
 export class DirectoryUnavailable extends Error {}
@@ -68,6 +73,9 @@ export class RedisSessionDirectory {
   readonly #channel: string;
   readonly #ttlMs: number;
   readonly #subscriber: Redis;
+  readonly #ackChannel: string;
+  /** DELETEs of this node waiting for acknowledgements, by session id: each counts the acks it got. */
+  readonly #waiting = new Map<string, Set<{ acks: number; check(): void }>>();
   #subscriberUp = false;
   #everUp = false;
 
@@ -80,12 +88,26 @@ export class RedisSessionDirectory {
     this.#ttlMs = ttlMs;
     // A subscriber queues its SUBSCRIBE until connected (the command connection may refuse offline commands).
     const sub = this.#subscriber = ctx.redis.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null, autoResubscribe: false });
-    resubscribeOnReconnect(sub, () => [this.#channel]);
+    this.#ackChannel = `${ctx.keyPrefix}sessions-ack`;
+    resubscribeOnReconnect(sub, () => [this.#channel, this.#ackChannel]);
     sub.on('message', (channel: string, message: string) => {
-      if (channel !== this.#channel) return;
       const space = message.indexOf(' ');
+      if (space <= 0) return;
+      const node = message.slice(0, space);
+      const id = message.slice(space + 1);
+      if (channel === this.#ackChannel) {
+        if (node !== this.#nodeId) return;
+        for (const waiter of this.#waiting.get(id) ?? []) {
+          waiter.acks++;
+          waiter.check();
+        }
+        return;
+      }
       // Our own changes are already in our table.
-      if (space > 0 && message.slice(0, space) !== this.#nodeId) events.invalidated(message.slice(space + 1));
+      if (channel !== this.#channel || node === this.#nodeId) return;
+      events.invalidated(id);
+      // Dropped (synchronously): the deleting node may answer its client now.
+      ctx.redis.publish(this.#ackChannel, `${node} ${id}`).catch(() => {});
     });
     sub.on('ready', () => {
       this.#subscriberUp = true;
@@ -99,7 +121,7 @@ export class RedisSessionDirectory {
     });
     // Connection errors are state changes, reported through `subscriber`; ioredis reconnects.
     sub.on('error', () => {});
-    sub.subscribe(this.#channel).catch(() => {
+    sub.subscribe(this.#channel, this.#ackChannel).catch(() => {
       // Not connected yet: subscribed again when it reconnects (resubscribeOnReconnect).
     });
   }
@@ -161,10 +183,34 @@ export class RedisSessionDirectory {
     return ids.filter((_, i) => replies[i] === 0);
   }
 
-  /** Ends a session everywhere: DEL, and the invalidation every other node drops its copy on. */
+  /**
+   * Ends a session everywhere: DEL, and the invalidation every other node drops its copy on;
+   * resolves once each node that received it has acknowledged (or after kAckTimeoutMs).
+   */
   async delete(id: string): Promise<boolean> {
-    const replies = await this.#run(() => this.#redis.multi().del(this.key(id)).publish(this.#channel, `${this.#nodeId} ${id}`).exec().then(checkExec));
-    return replies[0] === 1;
+    let expected = Number.POSITIVE_INFINITY;
+    let done!: () => void;
+    const acked = new Promise<void>((resolve) => { done = resolve; });
+    const waiter = { acks: 0, check: () => { if (waiter.acks >= expected) done(); } };
+    let set = this.#waiting.get(id);
+    if (set === undefined) this.#waiting.set(id, set = new Set());
+    set.add(waiter);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    try {
+      const replies = await this.#run(() => this.#redis.multi().del(this.key(id)).publish(this.#channel, `${this.#nodeId} ${id}`).exec().then(checkExec));
+      // PUBLISH counts the subscribers it reached, this node's own among them when it is up (acks
+      // come back through that one: without it there is nothing to wait for).
+      if (this.#subscriberUp) {
+        expected = Number(replies[1]) - 1;
+        waiter.check();
+        await Promise.race([acked, new Promise<void>((resolve) => { timer = setTimeout(resolve, kAckTimeoutMs); })]);
+      }
+      return replies[0] === 1;
+    } finally {
+      clearTimeout(timer);
+      set.delete(waiter);
+      if (set.size === 0 && this.#waiting.get(id) === set) this.#waiting.delete(id);
+    }
   }
 
   /** Closes the subscriber (the command connection is the link's). */
