@@ -27,8 +27,15 @@ import { kRoot as root, mdTable, writeResults } from './lib/report.js';
 const kTop = 12;
 const argv = process.argv.slice(2);
 /** `--http-only`: skip the registry phases; `--out NAME`: write bench/results/NAME instead of profiles.md. */
-const httpOnly = argv.includes('--http-only');
-const outName = argv.includes('--out') ? argv[argv.indexOf('--out') + 1]! : 'profiles.md';
+/**
+ * `--node 22|24`: the node:http path instead: Sluice (`sluice-echo.mjs`, which serves on node:http
+ * under that Node on this machine) and the raw node:http echo (`node-echo.mjs`) under the Node of
+ * .ci/node-versions, written to bench/results/profiles-node<line>.md (registry phases skipped).
+ */
+const nodeLine = argv.includes('--node') ? argv[argv.indexOf('--node') + 1]! : undefined;
+const nodeBin = nodeLine === undefined ? undefined : join(root, '.ci', 'node-versions', 'node_modules', `node${nodeLine}`, 'bin', 'node');
+const httpOnly = argv.includes('--http-only') || nodeLine !== undefined;
+const outName = argv.includes('--out') ? argv[argv.indexOf('--out') + 1]! : nodeLine === undefined ? 'profiles.md' : `profiles-node${nodeLine}.md`;
 
 interface CpuProfile {
   nodes: { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; children?: number[] }[];
@@ -101,7 +108,7 @@ async function profileServer(script: string, era: Era): Promise<{ file: string; 
   // The raw uWS scripts have no SIGTERM handler, and a process killed by a signal writes no profile.
   const exitOnTerm = script.startsWith('uws-') ? ['--import', 'data:text/javascript,process.on("SIGTERM",()=>process.exit(0))'] : [];
   const args = ['--cpu-prof', `--cpu-prof-dir=${dir}`, ...exitOnTerm, join(root, 'bench', 'servers', script)];
-  const server = await startServer(args, 1);
+  const server = await startServer(args, 1, nodeBin);
   const port = server.port;
   const { body, headers } = echoRequest(era);
   const lua = join(dir, 'req.lua');
@@ -181,20 +188,34 @@ async function main(): Promise<void> {
       lines.push(...table(title, `\`node --cpu-prof dist/bench/registry.js --phase ${phase}\`; the phase printed:\n\n${figures.join('\n')}`, topFrames(file)));
     }
   }
-  const before = earlierHttp(join(root, 'bench', 'results', 'profiles-before.md'));
-  for (const era of ['legacy', 'modern'] as const) {
-    process.stderr.write(`profiling the HTTP worker, ${era}...\n`);
-    const { file, rps } = await profileServer('sluice-echo.mjs', era);
-    const title = `tools/call echo, ${era === 'modern' ? '2026-07-28' : '2025-11-25'}: the HTTP worker thread`;
-    const profile = topFrames(file);
-    lines.push(...table(title, `wrk -t1 -c32 -d10s against bench/servers/sluice-echo.mjs under \`--cpu-prof\`: ${rps.toFixed(0)} req/s while profiled.`, profile));
-    lines.push(...sideBySide(before.get(title), rps, profile));
-  }
-  for (const era of ['legacy', 'modern'] as const) {
-    process.stderr.write(`profiling the raw uWS echo, ${era} request...\n`);
-    const { file, rps } = await profileServer('uws-echo.mjs', era);
-    lines.push(...table(`raw uWS echo (the ceiling), ${era === 'modern' ? '2026-07-28' : '2025-11-25'} request`,
-      `wrk -t1 -c32 -d10s against bench/servers/uws-echo.mjs under \`--cpu-prof\` (the same request as above): ${rps.toFixed(0)} req/s while profiled. What any server on uWS pays: HTTP, JSON.parse, JSON.stringify.`, topFrames(file)));
+  if (nodeLine !== undefined) {
+    lines.length = 0;
+    lines.push(`# CPU profiles of the node:http path on Node ${nodeLine} (issue 26)`, '', `- Date: ${new Date().toISOString()}; ${machineLine()}`,
+      `- Command: \`node dist/bench/profile.js --node ${nodeLine}\` (\`node --cpu-prof\`, 1 ms sampling); server on CPU 1, wrk on CPU 0`,
+      '- "(idle)" is time outside JavaScript: the event loop, socket syscalls and waiting for the next request.', '');
+    for (const era of ['legacy', 'modern'] as const) {
+      for (const [script, what] of [['sluice-echo.mjs', 'Sluice on node:http: the HTTP worker thread'], ['node-echo.mjs', 'raw node:http echo (the ceiling)']] as const) {
+        process.stderr.write(`profiling ${script} on Node ${nodeLine}, ${era}...\n`);
+        const { file, rps } = await profileServer(script, era);
+        lines.push(...table(`${what}, ${era === 'modern' ? '2026-07-28' : '2025-11-25'} request`, `wrk -t1 -c32 -d10s against bench/servers/${script} under \`--cpu-prof\` on Node ${nodeLine}: ${rps.toFixed(0)} req/s while profiled.`, topFrames(file)));
+      }
+    }
+  } else {
+    const before = earlierHttp(join(root, 'bench', 'results', 'profiles-before.md'));
+    for (const era of ['legacy', 'modern'] as const) {
+      process.stderr.write(`profiling the HTTP worker, ${era}...\n`);
+      const { file, rps } = await profileServer('sluice-echo.mjs', era);
+      const title = `tools/call echo, ${era === 'modern' ? '2026-07-28' : '2025-11-25'}: the HTTP worker thread`;
+      const profile = topFrames(file);
+      lines.push(...table(title, `wrk -t1 -c32 -d10s against bench/servers/sluice-echo.mjs under \`--cpu-prof\`: ${rps.toFixed(0)} req/s while profiled.`, profile));
+      lines.push(...sideBySide(before.get(title), rps, profile));
+    }
+    for (const era of ['legacy', 'modern'] as const) {
+      process.stderr.write(`profiling the raw uWS echo, ${era} request...\n`);
+      const { file, rps } = await profileServer('uws-echo.mjs', era);
+      lines.push(...table(`raw uWS echo (the ceiling), ${era === 'modern' ? '2026-07-28' : '2025-11-25'} request`,
+        `wrk -t1 -c32 -d10s against bench/servers/uws-echo.mjs under \`--cpu-prof\` (the same request as above): ${rps.toFixed(0)} req/s while profiled. What any server on uWS pays: HTTP, JSON.parse, JSON.stringify.`, topFrames(file)));
+    }
   }
   writeResults([[outName, `${lines.join('\n')}\n`]]);
   process.stdout.write(`${lines.join('\n')}\n`);
