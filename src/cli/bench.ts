@@ -125,7 +125,7 @@ export function benchOptions(argv: readonly string[], env: NodeJS.ProcessEnv = p
     target, method, name: values.tool, args, connections,
     durationMs: duration('duration', values.duration, 30_000, 100),
     warmupMs: duration('warmup', values.warmup, 5_000, 0),
-    rate, threads: integerFlag('threads', values.threads, 1, 64) ?? defaultThreads(connections), era, sessionPerCall, headers,
+    rate, threads: integerFlag('threads', values.threads, 1, 64) ?? defaultThreads(), era, sessionPerCall, headers,
     cancelAfterMs: integerFlag('cancel-after', values['cancel-after'], 1, 3_600_000),
     maxErrors: maxErrors / 100,
     timeoutMs: 10_000,

@@ -60,6 +60,9 @@ export function runLoop(targets: Target[], options: LoopOptions): Promise<Snapsh
   }
 
   return new Promise<Snapshot>((resolve) => {
+    // The live line counts every finished request, warm-up included (the summary counts the window only).
+    let liveRequests = 0;
+    let liveErrors = 0;
     let lastTickRequests = 0;
     let lastTickErrors = 0;
     const ticker = setInterval(() => {
@@ -67,10 +70,10 @@ export function runLoop(targets: Target[], options: LoopOptions): Promise<Snapsh
       for (const slot of slots) {
         if (slot.busy && slot.cancelAt === 0 && now - slot.sentAt > options.timeoutMs) slot.target.abort('timeout', `no answer within ${options.timeoutMs} ms`);
       }
-      if (options.onTick !== undefined && now >= windowStart) {
-        options.onTick(recorder.requests - lastTickRequests, recorder.errorCount - lastTickErrors);
-        lastTickRequests = recorder.requests;
-        lastTickErrors = recorder.errorCount;
+      if (options.onTick !== undefined) {
+        options.onTick(liveRequests - lastTickRequests, liveErrors - lastTickErrors);
+        lastTickRequests = liveRequests;
+        lastTickErrors = liveErrors;
       }
     }, 250);
 
@@ -123,6 +126,8 @@ export function runLoop(targets: Target[], options: LoopOptions): Promise<Snapsh
       if (!slot.busy || slot.id !== id) return;
       slot.busy = false;
       const now = performance.now();
+      liveRequests++;
+      if (outcome.kind !== 'ok' && slot.cancelAt === 0) liveErrors++;
       const cancelAt = slot.cancelAt;
       if (slot.timer !== undefined) { clearTimeout(slot.timer); slot.timer = undefined; }
       const measured = slot.from >= windowStart && now <= windowEnd;

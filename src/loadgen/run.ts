@@ -3,7 +3,6 @@
  * `--compare`: probe, start the threads with their share of the connections (and of the rate),
  * start them together, print the live line on a terminal, merge what they counted.
  */
-import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import type { BenchOptions } from './options.js';
 import { BenchUsageError, probe } from './probe.js';
@@ -17,9 +16,12 @@ export interface RunIo {
   live?: NodeJS.WriteStream;
 }
 
-/** Threads by default: one, which keeps one generator core busy; more only when asked. */
-export function defaultThreads(connections: number): number {
-  return Math.max(1, Math.min(connections, 1, availableParallelism()));
+/**
+ * Threads by default: one. A thread keeps one core busy and a load run wants the other cores for
+ * the server; the summary warns when that thread was the bottleneck (then raise --threads).
+ */
+export function defaultThreads(): number {
+  return 1;
 }
 
 type FromWorker = { type: 'ready' } | { type: 'open-failed'; message: string } | { type: 'tick'; requests: number; errors: number } | { type: 'done'; snapshot: Snapshot };

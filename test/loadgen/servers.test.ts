@@ -44,13 +44,15 @@ describe('sluice bench against Sluice', () => {
     expect(delta).toBeLessThanOrEqual(s.requests + s.warmupRequests + 2 + s.unfinished);
   });
 
-  it('legacy: one session per connection (initialize each), the counts agree', async () => {
+  it('legacy over two generator threads: one session per connection (initialize each), the counts agree', async () => {
     const before = await requestsTotal(url);
-    const run = await benchJson([url, '--era', 'legacy', '--tool', 'echo', '--args', '{"text":"hi"}', ...kShort]);
+    const run = await benchJson([url, '--era', 'legacy', '--tool', 'echo', '--args', '{"text":"hi"}', ...kShort, '--threads', '2']);
     expect(run.code, run.stderr).toBe(0);
     const s = run.json!;
     expect(s.era).toBe('legacy');
     expect(s.protocolVersion).toBe('2025-11-25');
+    expect(s.threads).toBe(2);
+    expect(s.timeline.reduce((n: number, t: { requests: number }) => n + t.requests, 0)).toBe(s.requests);
     expect(s.ok).toBe(s.requests);
     expect(ordered(s.latencyMs)).toBe(true);
     // The probe: initialize (era check), initialize + tools/call; then one initialize per connection.
