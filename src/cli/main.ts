@@ -52,7 +52,9 @@ Options of serve:
   --redis <url>        cluster mode: share cancels, answers, list changes (and sessions, tasks)
                        with the other nodes through this Redis (redis:// or rediss://)
   --redis-prefix <p>   prefix of every Redis key and channel (default sluice:)
-  --start-degraded     start even when Redis cannot be reached (/readyz says 503 until it can)
+  --redis-tls-ca <file>
+                       rediss://: trust this PEM CA for the Redis server's certificate
+  --start-degraded     start even when Redis cannot be reached (/readyz says so in its body)
   --auth-issuer <url>  OAuth: require a bearer token from this authorization server (repeatable;
                        with it, --auth-audience is required)
   --auth-audience <uri>
@@ -123,6 +125,7 @@ async function run(argv: readonly string[]): Promise<number> {
         'log-level': { type: 'string' },
         redis: { type: 'string' },
         'redis-prefix': { type: 'string' },
+        'redis-tls-ca': { type: 'string' },
         'start-degraded': { type: 'boolean' },
         'auth-issuer': { type: 'string', multiple: true },
         'auth-audience': { type: 'string' },

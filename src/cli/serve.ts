@@ -33,6 +33,7 @@ export interface ServeFlags {
   'log-level'?: string | undefined;
   redis?: string | undefined;
   'redis-prefix'?: string | undefined;
+  'redis-tls-ca'?: string | undefined;
   'start-degraded'?: boolean | undefined;
   'auth-issuer'?: string[] | undefined;
   'auth-audience'?: string | undefined;
@@ -68,8 +69,8 @@ export function serveOptions(values: ServeFlags, env: NodeJS.ProcessEnv = proces
   }
   const shutdownGraceMs = integerFlag('shutdown-grace', values['shutdown-grace'], 0, 2 ** 31 - 1);
   const origins = values['cors-origin'] ?? [];
-  if (values.redis === undefined && (values['redis-prefix'] !== undefined || values['start-degraded'] === true)) {
-    throw new UsageError('--redis-prefix and --start-degraded need --redis <url>');
+  if (values.redis === undefined && (values['redis-prefix'] !== undefined || values['start-degraded'] === true || values['redis-tls-ca'] !== undefined)) {
+    throw new UsageError('--redis-prefix, --redis-tls-ca and --start-degraded need --redis <url>');
   }
   if (values.redis !== undefined && !/^rediss?:\/\/\S+$/.test(values.redis)) throw new UsageError(`--redis must be a redis:// or rediss:// URL, got ${JSON.stringify(values.redis)}`);
   const auth = authOptions(values);
@@ -87,7 +88,7 @@ export function serveOptions(values: ServeFlags, env: NodeJS.ProcessEnv = proces
     cancelOnDisconnect: values['cancel-on-disconnect'] === true,
     ...(origins.length > 0 ? { cors: { origins } } : {}),
     ...(shutdownGraceMs === undefined ? {} : { shutdownGraceMs }),
-    ...(values.redis === undefined ? {} : { cluster: { redis: values.redis, keyPrefix: values['redis-prefix'], startDegraded: values['start-degraded'] === true } }),
+    ...(values.redis === undefined ? {} : { cluster: { redis: values.redis, keyPrefix: values['redis-prefix'], startDegraded: values['start-degraded'] === true, tlsCaFile: values['redis-tls-ca'] } }),
     ...(keys === undefined || keys.length === 0 ? {} : { requestStateKeys: keys }),
     ...(auth === undefined ? {} : { auth }),
   };

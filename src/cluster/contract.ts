@@ -24,6 +24,11 @@ export interface ClusterOptions {
   readonly startDegraded?: boolean | undefined;
   /** This node's id in keys and messages; default random (128 bits, base64url). */
   readonly nodeId?: string | undefined;
+  /**
+   * A PEM file of the CA(s) that signed the Redis server's certificate (`rediss://` only), e.g. a
+   * self-signed one; without it the system's CAs (and NODE_EXTRA_CA_CERTS) are trusted.
+   */
+  readonly tlsCaFile?: string | undefined;
 }
 
 /** What every Redis-backed piece gets: the node's command connection and where its keys go. */

@@ -6,6 +6,7 @@
  * The command connection has no offline queue: while the link is down a command fails at once
  * (visible to the caller, counted) instead of waiting in memory for a Redis that may not come back.
  */
+import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { resubscribeOnReconnect } from './resubscribe.js';
 import { SluiceError } from '../errors.js';
@@ -21,6 +22,8 @@ export interface ClusterLinkOptions {
   readonly redis: string;
   readonly keyPrefix: string;
   readonly nodeId: string;
+  /** `rediss://`: a PEM file of the CA(s) to trust for the server's certificate. */
+  readonly tlsCaFile?: string | undefined;
   readonly log: LinkLog;
   /** The supervisor's counters (its own block): the link counts its traffic and state there. */
   readonly counters: ServerCounters;
@@ -66,6 +69,7 @@ export class ClusterLink {
       retryStrategy: (times: number) => reconnectDelay(times),
       // A command in flight when the link drops fails (once) rather than being retried for long.
       maxRetriesPerRequest: 1,
+      ...(options.tlsCaFile === undefined ? {} : { tls: { ca: readCa(options.tlsCaFile) } }),
     };
     this.#redis = new Redis(options.redis, { ...common, enableOfflineQueue: false });
     // The subscriber queues its SUBSCRIBE until connected, and re-subscribes after each reconnect
@@ -221,6 +225,14 @@ export class ClusterLink {
     if (up) log('info', `sluice: cluster link to Redis at ${redactUrl(this.#options.redis)} is up (node ${this.#options.nodeId})`);
     else log('warn', `sluice: cluster link to Redis at ${redactUrl(this.#options.redis)} is down${this.#lastError === '' ? '' : ` (${this.#lastError})`}: serving what this node can alone, reconnecting`);
     for (const listener of this.#stateListeners) listener(up);
+  }
+}
+
+function readCa(file: string): Buffer {
+  try {
+    return readFileSync(file);
+  } catch (error) {
+    throw new SluiceError('invalid_option', `cluster.tlsCaFile ${JSON.stringify(file)} cannot be read: ${error instanceof Error ? error.message : String(error)}`);
   }
 }
 

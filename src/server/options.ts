@@ -235,6 +235,8 @@ export interface ResolvedCluster {
   readonly keyPrefix: string;
   readonly startDegraded: boolean;
   readonly nodeId: string;
+  /** `rediss://` only: the CA file trusted for the Redis server's certificate. */
+  readonly tlsCaFile: string | undefined;
 }
 
 /**
@@ -348,7 +350,7 @@ const kNodeId = /^[A-Za-z0-9_-]{1,64}$/;
 function resolveCluster(cluster: unknown): ResolvedCluster | undefined {
   if (cluster === undefined) return undefined;
   if (cluster === null || typeof cluster !== 'object') throw new SluiceError('invalid_option', `cluster must be { redis, keyPrefix?, startDegraded?, nodeId? }, got ${String(cluster)}`);
-  const { redis, keyPrefix, startDegraded, nodeId } = cluster as Record<string, unknown>;
+  const { redis, keyPrefix, startDegraded, nodeId, tlsCaFile } = cluster as Record<string, unknown>;
   if (typeof redis !== 'string' || !/^rediss?:\/\/[^\s]+$/.test(redis)) throw new SluiceError('invalid_option', `cluster.redis must be a redis:// or rediss:// URL, got ${JSON.stringify(redis) ?? String(redis)}`);
   if (keyPrefix !== undefined && (typeof keyPrefix !== 'string' || !/^[\x21-\x7e]{0,64}$/.test(keyPrefix))) {
     throw new SluiceError('invalid_option', `cluster.keyPrefix must be at most 64 printable ASCII characters without spaces, got ${JSON.stringify(keyPrefix) ?? String(keyPrefix)}`);
@@ -356,11 +358,14 @@ function resolveCluster(cluster: unknown): ResolvedCluster | undefined {
   if (nodeId !== undefined && (typeof nodeId !== 'string' || !kNodeId.test(nodeId))) {
     throw new SluiceError('invalid_option', `cluster.nodeId must be 1 to 64 of A-Z a-z 0-9 _ -, got ${JSON.stringify(nodeId) ?? String(nodeId)}`);
   }
+  if (tlsCaFile !== undefined && (typeof tlsCaFile !== 'string' || tlsCaFile === '')) throw new SluiceError('invalid_option', `cluster.tlsCaFile must be a file path, got ${JSON.stringify(tlsCaFile) ?? String(tlsCaFile)}`);
+  if (tlsCaFile !== undefined && !redis.startsWith('rediss://')) throw new SluiceError('invalid_option', 'cluster.tlsCaFile needs a rediss:// URL (TLS)');
   return {
     redis,
     keyPrefix: keyPrefix ?? 'sluice:',
     startDegraded: boolean('cluster.startDegraded', startDegraded, false),
     nodeId: nodeId ?? randomBytes(16).toString('base64url'),
+    tlsCaFile,
   };
 }
 

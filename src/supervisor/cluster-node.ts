@@ -66,7 +66,7 @@ export class ClusterNode {
     // The link's state, for /readyz's body (a down link leaves the node ready: Redis is shared, so
     // a 503 would take every node out of the balancer at once).
     Atomics.or(readiness, 0, kNotReady.ClusterDown);
-    this.link = new ClusterLink({ redis: cluster.redis, keyPrefix: cluster.keyPrefix, nodeId: cluster.nodeId, log, counters });
+    this.link = new ClusterLink({ redis: cluster.redis, keyPrefix: cluster.keyPrefix, nodeId: cluster.nodeId, tlsCaFile: cluster.tlsCaFile, log, counters });
     this.link.onState((up) => {
       if (up) Atomics.and(readiness, 0, ~kNotReady.ClusterDown);
       else Atomics.or(readiness, 0, kNotReady.ClusterDown);
