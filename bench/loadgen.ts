@@ -32,7 +32,7 @@ function endpoint(): { body: string; headers: Record<string, string> } {
   };
 }
 
-interface Figures { rps: number; p50ms: number; generatorBusy: number; errors: number }
+interface Figures { rps: number; p50ms: number; generatorBusy: number; errors: number; cpuUsPerRequest?: number }
 
 /** `sluice bench` pinned to CPU 0, its JSON summary. */
 async function sluiceBench(port: number, connections: number, seconds: number): Promise<Figures> {
@@ -40,8 +40,8 @@ async function sluiceBench(port: number, connections: number, seconds: number): 
   const out = await collect(pinned(0, process.execPath, [kBin, 'bench', `http://127.0.0.1:${port}/mcp`, '--era', '2026-07-28', '--tool', 'echo', '--args', '{"text":"hello"}',
     '--connections', String(connections), '--duration', `${seconds}s`, '--warmup', '1s', '--threads', '1', '--json']), 'sluice bench');
   const cpu1 = pin ? cpuTimes(0) : [1, 1];
-  const s = JSON.parse(out) as { requestsPerSecond: number; latencyMs: { p50: number }; errors: { total: number } };
-  return { rps: s.requestsPerSecond, p50ms: s.latencyMs.p50, generatorBusy: (cpu1[0]! - cpu0[0]!) / Math.max(1, cpu1[1]! - cpu0[1]!), errors: s.errors.total };
+  const s = JSON.parse(out) as { requestsPerSecond: number; latencyMs: { p50: number }; errors: { total: number }; generator: { cpuUsPerRequest: number } };
+  return { rps: s.requestsPerSecond, p50ms: s.latencyMs.p50, generatorBusy: (cpu1[0]! - cpu0[0]!) / Math.max(1, cpu1[1]! - cpu0[1]!), errors: s.errors.total, cpuUsPerRequest: s.generator.cpuUsPerRequest };
 }
 
 /** The undici Pool contender, run in a child process pinned to CPU 0 (this file with --undici). */
@@ -116,7 +116,7 @@ async function main(): Promise<void> {
   const rpsRatio = range(results.map((r) => r.sluice.rps / r.wrk.rps));
   const p50Ratio = range(results.map((r) => r.sluice.p50ms / r.wrk.p50ms));
   const undiciRatio = range(results.map((r) => r.undici.rps / r.wrk.rps));
-  const fig = (name: 'wrk' | 'sluice' | 'undici', key: keyof Figures): Range => range(results.map((r) => r[name][key]));
+  const fig = (name: 'wrk' | 'sluice' | 'undici', key: keyof Figures): Range => range(results.map((r) => r[name][key] ?? Number.NaN));
   const span = (r: Range, d: number): string => `${fixed(r.median, d)} (${fixed(r.min, d)}–${fixed(r.max, d)})`;
   const rpsMet = rpsRatio.min >= 0.7;
   const p50Met = Math.abs(p50Ratio.min - 1) <= 0.2 && Math.abs(p50Ratio.max - 1) <= 0.2;
@@ -127,7 +127,9 @@ async function main(): Promise<void> {
     '',
     `Server: bench/servers/uws-echo.mjs pinned to CPU 1. Each generator pinned to CPU 0 in turn: wrk (\`-t1 -c${connections} --latency\`), \`sluice bench --era 2026-07-28 --threads 1 --connections ${connections} --warmup 1s\`, and an undici Pool closed loop (${connections} connections, pipelining 1, 1 s warm-up). Same body and headers (a 2026-07-28 tools/call echo). ${rounds} interleaved rounds of ${seconds} s, order rotating each round; median (min–max) over the rounds.`,
     '',
-    ...mdTable(['generator', 'req/s', 'p50 ms', 'generator core busy'], 'lrrr', [
+    `sluice bench's own CPU per request (all its threads, start-up included): ${span(range(results.map((r) => r.sluice.cpuUsPerRequest ?? NaN)), 1)} µs. "CPU 0 busy" is the whole core's busy share (other processes on the box included).`,
+    '',
+    ...mdTable(['generator', 'req/s', 'p50 ms', 'CPU 0 busy'], 'lrrr', [
       ['wrk', span(fig('wrk', 'rps'), 0), span(fig('wrk', 'p50ms'), 3), span(fig('wrk', 'generatorBusy'), 2)],
       ['sluice bench (raw sockets)', span(fig('sluice', 'rps'), 0), span(fig('sluice', 'p50ms'), 3), span(fig('sluice', 'generatorBusy'), 2)],
       ['undici Pool', span(fig('undici', 'rps'), 0), span(fig('undici', 'p50ms'), 3), '–'],

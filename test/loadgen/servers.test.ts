@@ -77,6 +77,23 @@ describe('sluice bench against Sluice', () => {
   });
 });
 
+describe('sluice bench: methods other than tools/call', () => {
+  let sluice: TestServer;
+  beforeAll(async () => { sluice = await startServer({ metrics: true }); });
+  afterAll(async () => { await sluice?.close(); });
+
+  it('tools/list (2026-07-28) and ping (legacy) load like a call', async () => {
+    for (const args of [['--method', 'tools/list'], ['--method', 'ping', '--era', 'legacy']]) {
+      const run = await benchJson([sluice.address.url, ...args, '--duration', '0.5s', '--warmup', '0s', '--connections', '2']);
+      expect(run.code, `${args.join(' ')}: ${run.stderr}`).toBe(0);
+      expect(run.json!.method).toBe(args[1]);
+      expect(run.json!.name).toBeNull();
+      expect(run.json!.requests).toBeGreaterThan(5);
+      expect(run.json!.ok).toBe(run.json!.requests);
+    }
+  });
+});
+
 describe('sluice bench against a Sluice stdio server', () => {
   for (const era of ['auto', 'legacy'] as const) {
     it(`era ${era}: one process per connection; the tool's own count agrees`, async () => {
