@@ -1,6 +1,7 @@
 import type { Registry } from '../registry/index.js';
 import type { AuthInfo } from '../auth/contract.js';
 import type { ServerCounters } from '../telemetry/counters.js';
+import type { ServerTracer } from '../telemetry/tracing/server.js';
 import type { Catalog } from '../catalog/catalog.js';
 import type { ListKind } from '../tools/context.js';
 import type { ToolPool } from '../tools/pool.js';
@@ -137,4 +138,6 @@ export interface EngineConfig {
   readonly tasks?: { readonly store: TaskStore; readonly limits: TaskLimits; readonly runner: string } | undefined;
   /** The server checks callers (an authenticate hook): 2025-11-25 `tasks/list` is offered only then. */
   readonly authenticated?: boolean | undefined;
+  /** Server spans, when an OpenTelemetry SDK is registered in this thread; absent: no spans. */
+  readonly tracer?: ServerTracer | undefined;
 }

@@ -85,6 +85,7 @@ export class Engine {
       registry: config.registry,
       counters: config.counters,
       streamCancelTimeoutMs: config.streamCancelTimeoutMs,
+      tracer: config.tracer,
       running: this.#running,
       listChanged: this.announceListChanged,
       logFailure: (method, target, error) => this.logFailure(method, target, error),
@@ -121,6 +122,8 @@ export class Engine {
     const names = entry.names;
     const target = names === undefined ? '' : typeof params?.[names] === 'string' ? params[names] as string : '';
     const run = new Run(this.#host, era, id, method, target, info, reply, handle);
+    const tracer = this.#host.tracer;
+    if (tracer !== undefined) run.trace(tracer, names, params);
     run.start(entry.handler, params);
     return run.settled ? undefined : run;
   }

@@ -3,6 +3,7 @@ import type { Registry, TrackHandle } from '../registry/index.js';
 import { requestKilledChannel, requestStopChannel } from '../telemetry/channels.js';
 import { Counter } from '../telemetry/counters.js';
 import type { ServerCounters } from '../telemetry/counters.js';
+import type { RequestSpan, ServerTracer } from '../telemetry/tracing/server.js';
 import { ToolContext, kLogLevels } from '../tools/context.js';
 import type { ClientRequester, ContextHost, ListKind, LogSink, ProgressSink, RequestInput } from '../tools/context.js';
 import type { PoolOutcome, ToolPool } from '../tools/pool.js';
@@ -45,6 +46,8 @@ export interface RunHost {
   readonly registry: Registry;
   readonly counters: ServerCounters;
   readonly streamCancelTimeoutMs: number;
+  /** Server spans, when an OpenTelemetry SDK is registered in this thread (else undefined: no span). */
+  readonly tracer: ServerTracer | undefined;
   /** Runs whose handler went async and has not settled (shutdown cancels them). */
   readonly running: AsyncRuns;
   /** A tool announced a list change. */
@@ -134,6 +137,8 @@ export class Run implements Running, ContextHost {
   #ended = false;
   #kill: ReturnType<typeof setTimeout> | undefined;
   #poolAbort: AbortController | undefined;
+  /** This request's server span, when tracing is on. */
+  #span: RequestSpan | undefined;
 
   constructor(host: RunHost, era: EraRules, id: JsonRpcId, method: string, target: string, info: RequestInfo, reply: Reply, handle: TrackHandle) {
     this.#host = host;
@@ -153,10 +158,16 @@ export class Run implements Running, ContextHost {
 
   // ---- the engine's side -------------------------------------------------------------------
 
+  /** Opens the request's server span (tracing on only), before `start`. */
+  trace(tracer: ServerTracer, names: Method['names'], params: Record<string, unknown> | undefined): void {
+    this.#span = tracer.start(this.method, this.target, names, this.id as string | number, params, this.info.version, this.info.scope);
+  }
+
   start(handler: Handler, params: Record<string, unknown> | undefined): void {
     let out: unknown;
     try {
-      out = handler(this, params);
+      // With a span, the handler runs inside it: spans the tool makes are its children.
+      out = this.#span === undefined ? handler(this, params) : this.#host.tracer!.within(this.#span, handler, this, params);
     } catch (error) {
       this.fail(error);
       return;
@@ -227,6 +238,7 @@ export class Run implements Running, ContextHost {
   clientGone(reason: string): void {
     if (this.#ended || this.#settled) return;
     this.#ended = true; // the stream is gone: nothing more is written
+    if (this.#span !== undefined) this.#host.tracer!.event(this.#span, 'mcp.client.disconnected', { reason });
     this.#host.registry.cancelRequest(this.#handle, reason);
     this.#abandonClientRequests(this.#handle.reason ?? 'cancelled');
     this.#armKill();
@@ -366,6 +378,7 @@ export class Run implements Running, ContextHost {
   #cancelled(): void {
     if (this.#ended || this.#settled) return;
     this.#ended = true;
+    if (this.#span !== undefined) this.#host.tracer!.event(this.#span, 'mcp.cancel.received', { 'mcp.cancel.reason': this.#handle.reason ?? '', 'mcp.cancel.scope': this.info.scope });
     this.#reply.cancelled();
     this.#abandonClientRequests(this.#handle.reason ?? 'cancelled');
     this.#armKill();
@@ -390,6 +403,7 @@ export class Run implements Running, ContextHost {
     this.#ctx?.kill();
     this.#poolAbort?.abort(new CancelledError('killed'));
     this.#host.counters.add(Counter.Killed);
+    if (this.#span !== undefined) this.#host.tracer!.event(this.#span, 'mcp.request.killed', { 'sluice.stream_cancel_timeout_ms': this.#host.streamCancelTimeoutMs });
     this.#release('killed'); // first, so whoever hears of the kill finds the row already gone
     if (requestKilledChannel.hasSubscribers) requestKilledChannel.publish({ requestId: this.id, scope: this.info.scope });
   }
@@ -409,7 +423,9 @@ export class Run implements Running, ContextHost {
     // A JSON-RPC error's target is whatever the client sent (an unknown tool's name): it is not a
     // label, so hostile names cannot multiply the series.
     const target = failure === '' || failure === 'tool_error' ? this.target : '';
-    host.counters.histograms.observe(this.method, target, status === 'cancelled' || status === 'killed' ? status : failure, durationMs / 1000);
+    const outcome = status === 'cancelled' || status === 'killed' ? status : failure;
+    host.counters.histograms.observe(this.method, target, outcome, durationMs / 1000);
+    if (this.#span !== undefined) host.tracer!.end(this.#span, outcome);
     if (requestStopChannel.hasSubscribers) requestStopChannel.publish({ method: this.method, durationMs, status });
   }
 }

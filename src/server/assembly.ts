@@ -15,6 +15,8 @@ import type { TaskLimits, TaskStore } from '../tasks/store.js';
 import type { SessionStoreDescriptor } from '../sessions/store.js';
 import { ServerCounters } from '../telemetry/counters.js';
 import type { ServerCountersDescriptor } from '../telemetry/counters.js';
+import { ServerTracer } from '../telemetry/tracing/server.js';
+import type { NetworkTransport } from '../telemetry/tracing/server.js';
 import type { ListKind } from '../tools/context.js';
 import { ToolPool } from '../tools/pool.js';
 import { filterLog } from './options.js';
@@ -132,6 +134,8 @@ export interface EngineInput {
   readonly tasks?: { readonly store: TaskStore; readonly limits: TaskLimits; readonly runner: string } | undefined;
   /** An authenticate hook checks callers (the engine offers 2025-11-25 tasks/list only then). */
   readonly authenticated?: boolean | undefined;
+  /** How requests arrive, for spans (`network.transport`); default 'tcp'. */
+  readonly transport?: NetworkTransport | undefined;
 }
 
 /** One serving thread's protocol stack: this thread attached to the shared tables, the pool, the engine. */
@@ -166,6 +170,8 @@ export function createEngine(input: EngineInput): ServingEngine {
     broadcastListChanged: input.broadcastListChanged,
     tasks: input.tasks,
     authenticated: input.authenticated,
+    // Decided once per thread: the `tracing` module (importTracingModule) has run by now.
+    tracer: ServerTracer.create(input.transport ?? 'tcp'),
   });
   return { engine, registry, counters, pool };
 }

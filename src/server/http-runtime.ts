@@ -17,6 +17,7 @@ import { AuthGate } from '../auth/gate.js';
 import type { TokenVerifierFunction } from '../auth/contract.js';
 import { createEngine } from './assembly.js';
 import type { ServerCounters } from '../telemetry/counters.js';
+import { importTracingModule } from '../telemetry/tracing/otel.js';
 import type { EngineInput } from './assembly.js';
 import { kCancelSettleMs, kShutdownReason, settled } from './shutdown.js';
 
@@ -55,6 +56,7 @@ export interface RuntimeInput extends EngineInput {
 /** One HTTP serving thread's whole stack: registry attachment, engine, endpoint, adapter, pool. */
 export async function startRuntime(input: RuntimeInput, adapter: AdapterKind): Promise<Runtime> {
   const { options, shared } = input;
+  await importTracingModule(options.tracing); // before the engine: it checks for a tracer provider once
   const { engine, registry, pool, counters } = createEngine({ ...input, authenticated: input.authenticate !== undefined || options.auth !== undefined });
   // Each serving thread verifies on its own (its own JWKS cache): no cross-thread hop per request.
   const gate = options.auth === undefined ? undefined : new AuthGate(options.auth, input.verifyToken, (message) => input.log('warn', message));

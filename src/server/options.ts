@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { availableParallelism } from 'node:os';
+import { resolve as resolvePath } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { SluiceError } from '../errors.js';
 import { boolean, integer, oneOf } from '../validate.js';
 import type { RegistryOptions } from '../registry/index.js';
@@ -134,6 +136,14 @@ export interface ServerOptions {
    */
   forwardRequestStop?: boolean;
   /**
+   * OpenTelemetry: a module (path or URL) each serving thread (every HTTP worker, the stdio
+   * thread) imports once at start, before its first request. It registers an SDK's tracer
+   * provider (tracer providers are per thread); with one registered, every request gets a SERVER
+   * span. Without it, or without `@opentelemetry/api` installed, no span is made. See
+   * docs/deployment.md, "Traces and latency histograms". Default: unset.
+   */
+  tracing?: string | URL;
+  /**
    * Least severe log line written (to ServerHooks.log, else stderr). Default 'warn'. Levels:
    * 'error' — the server itself failed (a worker crashed, a request could not be answered);
    * 'warn' — a tool, resource or prompt handler threw (logged with its name: the client got
@@ -227,6 +237,8 @@ export interface ResolvedOptions {
   requestStateKeys: readonly Uint8Array[] | undefined;
   /** Bearer-token checks (without `verify`, a function: it stays in the raw options); undefined: off. */
   auth: ResolvedAuth | undefined;
+  /** The `tracing` module as a URL; undefined: none. */
+  tracing: string | undefined;
 }
 
 /** `cluster` with its defaults. */
@@ -341,7 +353,17 @@ export function resolveOptions(options: ServerOptions): ResolvedOptions {
     cluster: resolveCluster(options.cluster),
     requestStateKeys: resolveStateKeys(options.requestStateKeys),
     auth,
+    tracing: resolveTracing(options.tracing),
   };
+}
+
+/** The `tracing` module's URL (a path is resolved from the working directory). */
+function resolveTracing(spec: unknown): string | undefined {
+  if (spec === undefined) return undefined;
+  if (spec instanceof URL) return spec.href;
+  if (typeof spec !== 'string' || spec === '') throw new SluiceError('invalid_option', 'tracing must be a module path or URL');
+  // A URL has a scheme of two letters or more (a one-letter "scheme" is a Windows drive).
+  return /^[a-z][a-z0-9+.-]+:/i.test(spec) ? spec : pathToFileURL(resolvePath(process.cwd(), spec)).href;
 }
 
 /** Node ids appear in keys, bus messages and server→client request ids (`s<nodeId>.<thread>-<n>`): no dots or slashes. */

@@ -9,6 +9,7 @@ import type { CatalogNames } from '../catalog/catalog.js';
 import { catalogNames } from '../catalog/catalog.js';
 import { serveStdio } from '../transport/stdio/stdio.js';
 import { MemoryTaskStore } from '../tasks/memory-store.js';
+import { importTracingModule } from '../telemetry/tracing/otel.js';
 import { createEngine, createSharedTables, loadCatalog, serverLog, startJanitor, toolsSource } from './assembly.js';
 import type { ServingEngine } from './assembly.js';
 import { resolveOptions, taskStoreOption } from './options.js';
@@ -42,6 +43,7 @@ export async function serveStdioServer(options: StdioServerOptions): Promise<voi
   const resolved = resolveOptions(options);
   const log = serverLog(resolved.logLevel, options.log);
   const source = toolsSource(options.tools);
+  await importTracingModule(resolved.tracing); // before the engine: it checks for a tracer provider once
   const catalog = await loadCatalog(source);
   options.onServing?.(catalogNames(catalog));
   const { registry, shared } = createSharedTables(options.registry, undefined);
@@ -50,7 +52,7 @@ export async function serveStdioServer(options: StdioServerOptions): Promise<voi
   const tasks = taskStore === undefined || resolved.tasks === false ? undefined : { store: taskStore, limits: resolved.tasks.limits, runner: String(threadId) };
   let serving: ServingEngine;
   try {
-    serving = createEngine({ shared, options: resolved, catalog, toolsModule: source.module, log, tasks });
+    serving = createEngine({ shared, options: resolved, catalog, toolsModule: source.module, log, tasks, transport: 'pipe' });
   } catch (error) {
     await taskStore?.close();
     throw error;

@@ -1,0 +1,87 @@
+/**
+ * Server spans for MCP requests, named and attributed as the OpenTelemetry semantic conventions
+ * for MCP say (@opentelemetry/semantic-conventions 1.45.0; those attributes are still experimental
+ * there, so the names may change). Made only when an SDK registered a tracer provider in the
+ * serving thread: otherwise `ServerTracer.create` returns undefined and a request costs one
+ * `undefined` check.
+ */
+import { threadId } from 'node:worker_threads';
+import type * as Api from '@opentelemetry/api';
+import { activeTracer, loadOtelApi, metaContext } from './otel.js';
+import type { OtelApi } from './otel.js';
+
+/** A request's span (the API's type, kept opaque to callers). */
+export type RequestSpan = Api.Span;
+
+/** How the requests of this engine arrive (`network.transport`). */
+export type NetworkTransport = 'tcp' | 'pipe';
+
+/** What a request ended as: `error.type` '' for success, a JSON-RPC code, 'tool_error', 'cancelled', 'killed'. */
+export type SpanOutcome = string;
+
+export class ServerTracer {
+  readonly #api: OtelApi;
+  readonly #tracer: Api.Tracer;
+  readonly #transport: NetworkTransport;
+
+  /** A tracer if `@opentelemetry/api` is installed and an SDK registered a provider in this thread. */
+  static create(transport: NetworkTransport, api: OtelApi | undefined = loadOtelApi()): ServerTracer | undefined {
+    const tracer = activeTracer(api, 'sluice');
+    return tracer === undefined ? undefined : new ServerTracer(api!, tracer, transport);
+  }
+
+  constructor(api: OtelApi, tracer: Api.Tracer, transport: NetworkTransport) {
+    this.#api = api;
+    this.#tracer = tracer;
+    this.#transport = transport;
+  }
+
+  /**
+   * A SERVER span `{mcp.method.name} {target}`, its parent the `traceparent` in `params._meta`
+   * (else none: a new trace).
+   */
+  start(method: string, target: string, names: 'name' | 'uri' | undefined, id: string | number, params: Record<string, unknown> | undefined, version: string, scope: string): RequestSpan {
+    const api = this.#api;
+    const attributes: Api.Attributes = {
+      'mcp.method.name': method,
+      'jsonrpc.request.id': String(id),
+      'mcp.protocol.version': version,
+      'network.transport': this.#transport,
+    };
+    if (this.#transport === 'tcp') attributes['network.protocol.name'] = 'http';
+    if (scope.startsWith('session:')) attributes['mcp.session.id'] = scope.slice(8);
+    if (target !== '') {
+      if (method === 'tools/call') {
+        attributes['gen_ai.tool.name'] = target;
+        attributes['gen_ai.operation.name'] = 'execute_tool';
+      } else if (method === 'prompts/get') {
+        attributes['gen_ai.prompt.name'] = target;
+      } else if (names === 'uri') {
+        attributes['mcp.resource.uri'] = target;
+      }
+    }
+    const parent = metaContext(api, params?._meta as Record<string, unknown> | undefined) ?? api.ROOT_CONTEXT;
+    return this.#tracer.startSpan(target === '' ? method : `${method} ${target}`, { kind: api.SpanKind.SERVER, attributes }, parent);
+  }
+
+  /** Runs `fn` with `span` as the active span, so spans a tool makes are its children. */
+  within<A, B, R>(span: RequestSpan, fn: (a: A, b: B) => R, a: A, b: B): R {
+    const api = this.#api;
+    return api.context.with(api.trace.setSpan(api.context.active(), span), fn, undefined, a, b);
+  }
+
+  /** An event on the span (cancel received, client gone, killed...). */
+  event(span: RequestSpan, name: string, attributes: Api.Attributes): void {
+    span.addEvent(name, { 'thread.id': threadId, ...attributes });
+  }
+
+  /** Ends the span with the request's outcome. */
+  end(span: RequestSpan, outcome: SpanOutcome): void {
+    if (outcome !== '') {
+      span.setAttribute('error.type', outcome);
+      if (/^-?\d+$/.test(outcome)) span.setAttribute('rpc.response.status_code', outcome);
+      span.setStatus({ code: this.#api.SpanStatusCode.ERROR });
+    }
+    span.end();
+  }
+}

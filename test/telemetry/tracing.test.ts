@@ -1,0 +1,127 @@
+/**
+ * Server spans with the OpenTelemetry SDK registered in the serving threads (test/fixtures/otel-setup.mjs,
+ * through the `tracing` option): names, kinds, MCP attributes, `_meta` trace context as parent,
+ * events of a cancel, over HTTP in both eras (2 worker threads) and over stdio.
+ */
+import { readFileSync, existsSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { post } from '../helpers/http.js';
+import { initialize, modernMeta, recordPath, startServer, until } from '../helpers/server.js';
+import type { TestServer } from '../helpers/server.js';
+import { stdioServer } from '../helpers/stdio.js';
+
+const kTools = new URL('../fixtures/telemetry-tools.mjs', import.meta.url);
+const kSetup = new URL('../fixtures/otel-setup.mjs', import.meta.url);
+const kServer = 1; // SpanKind.SERVER
+
+interface SpanLine {
+  name: string; kind: number; traceId: string; spanId: string; parentSpanId?: string; traceState?: string;
+  attributes: Record<string, unknown>; events: { name: string; attributes: Record<string, unknown> }[]; status: number; thread: number;
+}
+
+const spansFile = recordPath();
+process.env.SLUICE_TEST_SPANS = spansFile; // before any thread starts: workers copy the environment
+function spans(): SpanLine[] {
+  return existsSync(spansFile) ? readFileSync(spansFile, 'utf8').trim().split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as SpanLine) : [];
+}
+async function spanWhere(what: string, test: (s: SpanLine) => boolean): Promise<SpanLine> {
+  await until(() => spans().some(test), 10_000, what);
+  return spans().find(test)!;
+}
+const hex = (n: number, c: string) => c.repeat(n);
+
+let running: TestServer;
+beforeAll(async () => {
+  running = await startServer({ tools: kTools, workers: 2, tracing: kSetup, streamCancelTimeoutMs: 200 });
+});
+afterAll(async () => {
+  await running?.close();
+});
+
+describe('server spans', () => {
+  it('legacy era: a SERVER span named "tools/call nap", parented by _meta traceparent, with the MCP attributes', async () => {
+    const { url } = running.address;
+    const session = await initialize(url);
+    const headers = { 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' };
+    const traceId = hex(32, 'a');
+    const parent = hex(16, 'b');
+    const res = await post(url, { jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'nap', arguments: { ms: 5 }, _meta: { traceparent: `00-${traceId}-${parent}-01`, tracestate: 'vendor=x1' } } }, headers);
+    expect(res.status).toBe(200);
+    const span = await spanWhere('the nap span', (s) => s.traceId === traceId && s.name === 'tools/call nap');
+    expect(span.kind).toBe(kServer);
+    expect(span.parentSpanId).toBe(parent);
+    expect(span.traceState).toBe('vendor=x1');
+    expect(span.attributes).toMatchObject({
+      'mcp.method.name': 'tools/call',
+      'gen_ai.tool.name': 'nap',
+      'gen_ai.operation.name': 'execute_tool',
+      'jsonrpc.request.id': '7',
+      'mcp.session.id': session,
+      'mcp.protocol.version': '2025-11-25',
+      'network.transport': 'tcp',
+    });
+    expect(span.attributes['error.type']).toBeUndefined();
+    expect(span.status).toBe(0);
+
+    // initialize has no target: its name is the method alone, and it starts a trace of its own.
+    const init = await spanWhere('the initialize span', (s) => s.name === 'initialize');
+    expect(init.parentSpanId).toBeUndefined();
+
+    // A tool error and a JSON-RPC error.
+    await post(url, { jsonrpc: '2.0', id: 8, method: 'tools/call', params: { name: 'refuse', arguments: {} } }, headers);
+    const refused = await spanWhere('the refuse span', (s) => s.name === 'tools/call refuse');
+    expect(refused.attributes['error.type']).toBe('tool_error');
+    expect(refused.status).toBe(2);
+    await post(url, { jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'missing', arguments: {} } }, headers);
+    const missing = await spanWhere('the unknown tool span', (s) => s.name === 'tools/call missing');
+    expect(missing.attributes['error.type']).toBe('-32602');
+    expect(missing.attributes['rpc.response.status_code']).toBe('-32602');
+  });
+
+  it('a span a tool makes is a child of the server span (same thread, same trace)', async () => {
+    const { url } = running.address;
+    const traceId = hex(32, 'c');
+    await post(url, { jsonrpc: '2.0', id: 'c1', method: 'tools/call', params: { name: 'with_child', arguments: {}, _meta: modernMeta({ traceparent: `00-${traceId}-${hex(16, 'd')}-01` }) } }, { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'with_child' });
+    const server = await spanWhere('the with_child span', (s) => s.traceId === traceId && s.name === 'tools/call with_child');
+    const child = await spanWhere('the tool span', (s) => s.traceId === traceId && s.name === 'tool work');
+    expect(child.parentSpanId).toBe(server.spanId);
+    expect(child.thread).toBe(server.thread);
+    // 2026-07-28: no session, the revision from _meta.
+    expect(server.attributes['mcp.protocol.version']).toBe('2026-07-28');
+    expect(server.attributes['mcp.session.id']).toBeUndefined();
+  });
+
+  it('a cancel is an event on the cancelled request span', async () => {
+    const { url } = running.address;
+    const session = await initialize(url);
+    const headers = { 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' };
+    const traceId = hex(32, 'e');
+    const call = post(url, { jsonrpc: '2.0', id: 'w', method: 'tools/call', params: { name: 'wait_cancel', arguments: {}, _meta: { traceparent: `00-${traceId}-${hex(16, 'f')}-01` } } }, headers);
+    await new Promise((r) => setTimeout(r, 300));
+    await post(url, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'w', reason: 'enough' } }, headers);
+    await call;
+    const span = await spanWhere('the cancelled span', (s) => s.traceId === traceId);
+    const event = span.events.find((e) => e.name === 'mcp.cancel.received');
+    expect(event?.attributes).toMatchObject({ 'mcp.cancel.reason': 'enough', 'mcp.cancel.scope': `session:${session}` });
+    expect(span.attributes['error.type']).toBe('cancelled');
+  });
+
+  it('stdio: network.transport pipe', async () => {
+    const server = stdioServer({ tools: kTools, tracing: kSetup });
+    try {
+      server.send({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } } });
+      server.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+      const traceId = hex(32, '1');
+      server.send({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'nap', arguments: { ms: 1 }, _meta: { traceparent: `00-${traceId}-${hex(16, '2')}-01` } } });
+      const span = await spanWhere('the stdio span', (s) => s.traceId === traceId);
+      expect(span.name).toBe('tools/call nap');
+      expect(span.kind).toBe(kServer);
+      expect(span.attributes['network.transport']).toBe('pipe');
+      // stdio requests carry the version the transport assumes (it does not keep the negotiated one).
+      expect(typeof span.attributes['mcp.protocol.version']).toBe('string');
+    } finally {
+      server.input.end();
+      await server.done;
+    }
+  });
+});
