@@ -61,7 +61,7 @@ export class TaskMethods {
   }
 
   async #find(run: Run, params: Record<string, unknown> | undefined): Promise<TaskRecord> {
-    const task = await this.#host.store.get(taskIdOf(params), run.info.scope);
+    const task = await unavailable(this.#host.store.get(taskIdOf(params), run.info.scope));
     if (task === undefined) throw kTaskNotFound;
     return task;
   }
@@ -109,18 +109,21 @@ export class TaskMethods {
     const taskId = taskIdOf(params);
     // The terminal check comes first here: raising the flag first could let the tool end the task
     // as cancelled before the check reads it, and this dialect must refuse only tasks already ended.
-    const before = await this.#host.store.get(taskId, run.info.scope);
+    const before = await unavailable(this.#host.store.get(taskId, run.info.scope));
     if (before === undefined) throw kTaskNotFound;
     if (isTerminal(before.status)) throw new ProtocolError(ErrorCode.InvalidParams, `Cannot cancel task in terminal status: ${before.status}`);
     this.#raise(run, taskId);
-    return legacyTask(await this.#host.store.cancel(taskId, run.info.scope, 'Cancelled by the client') ?? before);
+    const after = await unavailable(this.#host.store.cancel(taskId, run.info.scope, 'Cancelled by the client')) ?? before;
+    // It ended another way between the read and the cancel (on this node or another): not cancelled.
+    if (after.status !== 'cancelled' && isTerminal(after.status)) throw new ProtocolError(ErrorCode.InvalidParams, `Cannot cancel task in terminal status: ${after.status}`);
+    return legacyTask(after);
   }
 
   /** 2026-07-28: an empty ack, on terminal tasks too (cancellation is cooperative). */
   async #modernCancel(run: Run, params: Record<string, unknown> | undefined): Promise<Record<string, unknown>> {
     const taskId = taskIdOf(params);
     this.#raise(run, taskId);
-    const task = await this.#host.store.cancel(taskId, run.info.scope, 'Cancelled by the client');
+    const task = await unavailable(this.#host.store.cancel(taskId, run.info.scope, 'Cancelled by the client'));
     if (task === undefined) throw kTaskNotFound;
     return {};
   }
@@ -238,6 +241,16 @@ function outcome(task: TaskRecord): Record<string, unknown> {
   if (task.status === 'cancelled') throw new ProtocolError(ErrorCode.InternalError, `Task ${task.taskId} was cancelled`, related);
   const error = task.error ?? { code: ErrorCode.InternalError, message: task.statusMessage ?? 'Task failed' };
   throw new ProtocolError(error.code, error.message, error.data ?? related);
+}
+
+/** A store call whose failure the client sees for what it is (the cluster's Redis unreachable: -32603 saying so), not "Internal error". */
+async function unavailable<T>(call: Promise<T>): Promise<T> {
+  try {
+    return await call;
+  } catch (error) {
+    if (error instanceof SluiceError && error.code === 'cluster_unavailable') throw new ProtocolError(ErrorCode.InternalError, `The task store is unavailable, try again: ${error.message}`);
+    throw error;
+  }
 }
 
 function isPrincipalScope(scope: string): boolean {
