@@ -5,6 +5,7 @@ import { checkParamHeaders, kInvalidAnnotations } from './param-headers.js';
 import type { ClientTransport, JsonRpcMessage } from './transport.js';
 import type { ContentBlock, PromptArgument, PromptMessage, ResourceContents } from './content.js';
 import { Task, kTasksExtension, reasonOf } from './tasks.js';
+import { ClientTracer } from './tracing.js';
 import type { InputResponses, ListTasksResult, TaskCallOptions, TaskHandle, TaskInfo, TaskPeer } from './tasks.js';
 
 /** Options of every request method. */
@@ -169,6 +170,8 @@ export class Client {
   #learning: Promise<void> | undefined;
   /** A tools/list has been answered (the transport knows the annotations of the tools it named). */
   #listed = false;
+  /** CLIENT spans, when an OpenTelemetry SDK was registered in this thread as the client was made. */
+  readonly #tracer = ClientTracer.create();
 
   constructor(transport: ClientTransport, options: ClientOptions = {}) {
     this.#transport = transport;
@@ -288,12 +291,13 @@ export class Client {
       meta[kMetaClientInfo] = this.#clientInfo;
     }
     if (options.onProgress !== undefined) meta.progressToken = id;
+    const span = this.#tracer?.start(method, params, id, this.#era === 'modern' ? kModernVersion : undefined, meta);
     const message: JsonRpcMessage = { jsonrpc: '2.0', id, method, params: Object.keys(meta).length > 0 ? { ...params, _meta: meta } : params };
     const cancellable = method !== 'initialize';
     const local = new AbortController();
     let onSent: () => void = () => {};
     const wasSent = new Promise<void>((resolve) => { onSent = resolve; });
-    return new Promise<Result>((resolve, reject) => {
+    const result = new Promise<Result>((resolve, reject) => {
       let settled = false;
       let cleanup = () => {};
       const cancel = (reason: string) => {
@@ -337,6 +341,7 @@ export class Client {
         reject(error instanceof Error ? error : new SluiceError('transport_closed', `the transport failed: ${String(error)}`));
       });
     });
+    return span === undefined ? result : this.#tracer!.settle(span, result);
   }
 
   // The result types say what a conforming server sends; the client does not re-validate results.

@@ -9,6 +9,7 @@ import { post } from '../helpers/http.js';
 import { initialize, modernMeta, recordPath, startServer, until } from '../helpers/server.js';
 import type { TestServer } from '../helpers/server.js';
 import { stdioServer } from '../helpers/stdio.js';
+import { Client, HttpClientTransport } from '../../src/client/index.js';
 
 const kTools = new URL('../fixtures/telemetry-tools.mjs', import.meta.url);
 const kSetup = new URL('../fixtures/otel-setup.mjs', import.meta.url);
@@ -122,6 +123,28 @@ describe('server spans', () => {
     } finally {
       server.input.end();
       await server.done;
+    }
+  });
+});
+
+describe('client spans', () => {
+  it('a Sluice client calling a Sluice server: one trace, the server span a child of the CLIENT span', async () => {
+    await import(kSetup.href); // the SDK in this (the client's) thread too
+    for (const era of ['legacy', 'modern'] as const) {
+      const client = new Client(new HttpClientTransport({ url: running.address.url }), { era });
+      try {
+        const before = new Set(spans().map((s) => s.spanId));
+        const result = await client.callTool('nap', { ms: 1 });
+        expect(result).toHaveProperty('content');
+        const mine = await spanWhere(`the ${era} client span`, (s) => s.kind === 2 && s.name === 'tools/call nap' && !before.has(s.spanId));
+        expect(mine.attributes).toMatchObject({ 'mcp.method.name': 'tools/call', 'gen_ai.tool.name': 'nap' });
+        const server = await spanWhere(`the ${era} server span`, (s) => s.kind === kServer && s.parentSpanId === mine.spanId);
+        expect(server.traceId).toBe(mine.traceId);
+        expect(server.name).toBe('tools/call nap');
+        expect(server.thread).not.toBe(mine.thread);
+      } finally {
+        await client.close();
+      }
     }
   });
 });
