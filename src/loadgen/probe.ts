@@ -67,8 +67,13 @@ function refusal(outcome: Outcome, options: BenchOptions, what: string): string 
 /** Settles the era and checks the load request works once. */
 export async function probe(options: BenchOptions): Promise<Negotiated> {
   const negotiated = await negotiate(options);
-  const { outcome, target, cancelled } = await once(options, negotiated, options.method, options.cancelAfterMs);
+  let { outcome, target, cancelled } = await once(options, negotiated, options.method, options.cancelAfterMs);
   await target.close().catch(() => {});
+  if (outcome.kind === 'reset' && !/could not connect/.test(outcome.detail ?? '')) {
+    // One connection cut short is not yet a broken server: the probe tries once more (the run counts resets).
+    ({ outcome, target, cancelled } = await once(options, negotiated, options.method, options.cancelAfterMs));
+    await target.close().catch(() => {});
+  }
   if (outcome.kind === 'ok') return negotiated;
   // Cancelled before it answered, and not refused: the call is there to be loaded.
   if (cancelled && (outcome.kind === 'no-answer' || outcome.kind === 'timeout')) return negotiated;
