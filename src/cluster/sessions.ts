@@ -78,6 +78,7 @@ export class RedisSessionDirectory {
   readonly #waiting = new Map<string, Set<{ acks: number; check(): void }>>();
   #subscriberUp = false;
   #everUp = false;
+  #closing = false;
 
   /** `ttlMs`: a session's Redis expiry after its last use (idle timeout + touch period). */
   constructor(ctx: RedisContext, ttlMs: number, events: DirectoryEvents) {
@@ -115,7 +116,8 @@ export class RedisSessionDirectory {
       this.#everUp = true;
     });
     sub.on('close', () => {
-      if (!this.#subscriberUp) return;
+      // Closed by close() (shutdown): not a lost Redis, nothing to warn about.
+      if (!this.#subscriberUp || this.#closing) return;
       this.#subscriberUp = false;
       events.subscriber(false);
     });
@@ -215,6 +217,7 @@ export class RedisSessionDirectory {
 
   /** Closes the subscriber (the command connection is the link's). */
   async close(): Promise<void> {
+    this.#closing = true;
     try {
       await this.#subscriber.quit();
     } catch {

@@ -13,12 +13,13 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cleanupAfterEach } from '../helpers/cleanup.js';
 import { post } from '../helpers/http.js';
 import { freePort, startRedis } from '../helpers/redis.js';
-import { keysUnder, modernHeaders, modernMeta, startNode, until } from './cross-node-helpers.js';
+import { keysUnder, modernHeaders, modernMeta, startNode, startNodeProcess, until } from './cross-node-helpers.js';
 import type { Node } from './cross-node-helpers.js';
 
 const kExt = 'io.modelcontextprotocol/tasks';
@@ -172,5 +173,23 @@ describe('Redis stopped longer than the heartbeat life', () => {
     expect(JSON.stringify((await status(b, id)).error)).toMatch(/not found|unknown|no task/i);
     const again = await startTask(a, 50);
     await until(async () => (await status(b, again)).status === 'completed', 10_000, 'a new task to complete');
+  });
+});
+
+describe('a clean shutdown', () => {
+  it('`sluice serve --redis` on SIGTERM logs no lost Redis (its connections are closed, not lost)', { timeout: 30_000 }, async () => {
+    const redis = await startRedis();
+    onCleanup(() => redis.stop());
+    const bin = fileURLToPath(new URL('../../bin/sluice.js', import.meta.url));
+    const child = spawn(process.execPath, [bin, 'serve', '--port', '0', '--redis', redis.url, '--redis-prefix', prefix(), '--tools', fileURLToPath(kTools)], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk; });
+    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+    onCleanup(() => { if (child.exitCode === null) child.kill('SIGKILL'); });
+    await until(() => stderr.includes('serving MCP at'), 15_000, 'sluice serve to start');
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    expect(stderr).toContain('shutting down');
+    expect(stderr).not.toMatch(/lost Redis|link to Redis .* is down/);
   });
 });
