@@ -177,7 +177,7 @@ export function renderText(s: BenchSummary): string {
   lines.push(`${s.target}  (${s.era === 'legacy' ? `legacy ${s.protocolVersion}` : '2026-07-28'}; ${what})`);
   lines.push(`  ${s.mode === 'open' ? `open loop at ${s.rate} req/s` : 'closed loop'}, ${s.connections} connection${s.connections === 1 ? '' : 's'}, ${s.threads} thread${s.threads === 1 ? '' : 's'}, ${s.durationS} s after ${s.warmupS} s warm-up${s.sessionPerCall ? ', a session per call' : ''}`);
   lines.push(`  requests      ${s.requests} (${s.requestsPerSecond.toFixed(1)}/s), ok ${s.ok}`);
-  lines.push(`  latency       ${latencyLine(s.latencyMs)}`);
+  lines.push(`  latency       ${s.latencyMs.count === 0 ? '(no request was answered: cancelled or failed)' : latencyLine(s.latencyMs)}`);
   if (s.steps !== null) for (const [step, l] of Object.entries(s.steps)) lines.push(`    ${step.padEnd(12)}${latencyLine(l)}`);
   if (s.cancel !== null) {
     const c = s.cancel;
