@@ -334,6 +334,10 @@ describe('SDK v1 over stdio (node bin/sluice.js serve --stdio)', () => {
     const { client, transport } = await connect();
     const pid = transport.pid;
     expect(pid).toBeTypeOf('number');
+    // A server told to stop while its pool thread is still loading the tools module waits for it
+    // (terminating a thread mid-instantiation aborts Node), which on a loaded CI machine took over
+    // 2 s under Node 24; one pool call first, so what is timed is the exit itself.
+    await client.callTool({ name: 'spin', arguments: { ms: 1 } }, undefined, { timeout: kCallTimeout });
     // close() ends stdin, then waits up to 2 s before resorting to SIGTERM.
     const started = Date.now();
     await client.close();
