@@ -43,11 +43,14 @@ const o: Options = {
 };
 
 /**
- * bench:smoke floors (ratios in the same run), set well under the round-2 figures so that only a gross
- * regression fails CI on a shared machine: quiet Intel VM 0.74–0.78 / 0.87–0.88 / 0.92–0.96 (smoke,
- * 2026-12-02), noisy AMD VM 0.71 / 0.75 / 0.85 (full run). Round 1 floors were 0.35 / 0.5 / 0.5.
+ * bench:smoke floors (ratios in the same run), set well under the measured figures so that only a
+ * gross regression fails CI on a shared machine: quiet Intel VM 0.74–0.78 / 0.87–0.88 / 0.92–0.96
+ * (smoke, 2026-12-02), noisy AMD VM 0.71 / 0.75 / 0.85 (full run). The ceiling floor is 0.4: on the
+ * AMD EPYC VM CI ran on (2026-12-03), the same code measured Sluice ÷ ceiling 0.57–0.63 with nothing
+ * else running (async-ab, 4 s runs) and 0.48 as the best of smoke's three 2 s repeats; a 2× slowdown
+ * of Sluice's path still lands under 0.4. Round 1 floors were 0.35 / 0.5 / 0.5.
  */
-const kSmokeFloors = { ceiling: 0.5, modern: 0.65, async: 0.7 };
+const kSmokeFloors = { ceiling: 0.4, modern: 0.65, async: 0.7 };
 
 async function main(): Promise<void> {
   const { smoke, quick } = o;
