@@ -166,8 +166,12 @@ export class ClusterLink {
     this.#messageListeners.clear();
     // QUIT only on a connection that can send it: one still connecting would queue it for ever.
     await Promise.allSettled([this.#redis, this.#subscriber].map((c) => (c.status === 'ready' ? c.quit() : undefined)));
-    this.#redis.disconnect();
-    this.#subscriber.disconnect();
+    for (const connection of [this.#redis, this.#subscriber]) {
+      // A TLS socket torn down mid-handshake (a refused certificate) can still emit its alert after
+      // ioredis has let go of it: with no listener left that would be an uncaught exception.
+      connection.stream?.on('error', () => {});
+      connection.disconnect();
+    }
   }
 
   #receive(channel: Buffer, payload: Buffer): void {

@@ -13,7 +13,7 @@ import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { kUwsLoads } from '../helpers/adapters.js';
+import { kUwsLoads, skipNote } from '../helpers/adapters.js';
 import { cleanupAfterEach } from '../helpers/cleanup.js';
 import { post } from '../helpers/http.js';
 import { freePort, startRedis } from '../helpers/redis.js';
@@ -102,7 +102,7 @@ async function allServed(port: number, times: number): Promise<boolean> {
   return true;
 }
 
-describe.skipIf(!has('haproxy'))('haproxy (docs/deployment.md, round robin)', () => {
+describe.skipIf(!has('haproxy'))(`haproxy (docs/deployment.md, round robin)${skipNote(has('haproxy'), 'no haproxy binary here (.ci/run installs the Debian package)')}`, () => {
   const snippet = blocks('haproxy').find((b) => b.includes('balance roundrobin'));
 
   it('the documented HTTP/1.1 check keeps both servers UP; Redis down leaves them serving; a draining node is taken out', { timeout: 40_000 }, async () => {
@@ -130,7 +130,7 @@ describe.skipIf(!has('haproxy'))('haproxy (docs/deployment.md, round robin)', ()
     expect(await allServed(port, 10)).toBe(true);
   });
 
-  it.skipIf(!kUwsLoads)('plain `option httpchk GET /readyz` (HTTP/1.0) marks a uWebSockets.js server DOWN, as documented', { timeout: 30_000 }, async () => {
+  it.skipIf(!kUwsLoads)(`plain \`option httpchk GET /readyz\` (HTTP/1.0) marks a uWebSockets.js server DOWN, as documented${skipNote(kUwsLoads, `uWebSockets.js cannot load under Node ${process.versions.node}: this case is about uWS, node:http answers HTTP/1.0`)}`, { timeout: 30_000 }, async () => {
     const [a, b] = await twoNodes();
     const old = withNodes(snippet!, [a, b]).replace(/ *http-check send[^\n]*\n/, '').replace('option httpchk', 'option httpchk GET /readyz');
     const port = await haproxy(old);
@@ -138,7 +138,7 @@ describe.skipIf(!has('haproxy'))('haproxy (docs/deployment.md, round robin)', ()
   });
 });
 
-describe.skipIf(!has('nginx'))('nginx (docs/deployment.md, sticky on the session and task headers)', () => {
+describe.skipIf(!has('nginx'))(`nginx (docs/deployment.md, sticky on the session and task headers)${skipNote(has('nginx'), 'no nginx binary here (.ci/run installs the Debian package)')}`, () => {
   it('a legacy session, its SSE calls and a 2026-07-28 call pass through', { timeout: 30_000 }, async () => {
     const snippet = blocks('nginx').find((b) => b.includes('location /mcp'));
     expect(snippet, 'the nginx snippet').toBeDefined();
