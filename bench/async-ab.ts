@@ -10,6 +10,7 @@
  *   npm run build && node dist/bench/async-ab.js [--reps 3] [--seconds 4] [--connections 32] [--label text]
  */
 import { send } from './lib/http-client.js';
+import { option } from './lib/args.js';
 import { machineLine } from './lib/machine.js';
 import { stopServer } from './lib/process.js';
 import type { Running } from './lib/process.js';
@@ -18,11 +19,7 @@ import { asyncOf, checkEcho, legacyEcho, modernEcho } from './http/contenders.js
 import type { Endpoint } from './http/wrk.js';
 import { ensureTools, start, wrk } from './http/wrk.js';
 
-const argv = process.argv.slice(2);
-const opt = (name: string, fallback: string): string => {
-  const i = argv.indexOf(`--${name}`);
-  return i >= 0 && i + 1 < argv.length ? argv[i + 1]! : fallback;
-};
+const opt = option;
 const reps = Number(opt('reps', '3'));
 const seconds = Number(opt('seconds', '4'));
 const label = opt('label', '');

@@ -15,9 +15,11 @@
  *
  *   npm run build && node dist/bench/node-lines.js [--reps 3] [--seconds 4] [--connections 32] [--lines 22,24] [--no-uws]
  */
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { send } from './lib/http-client.js';
+import { option } from './lib/args.js';
 import { machineLine } from './lib/machine.js';
 import { startServer, stopServer } from './lib/process.js';
 import type { Running } from './lib/process.js';
@@ -29,10 +31,7 @@ import type { Endpoint } from './http/wrk.js';
 import { ensureTools, kServers, wrk } from './http/wrk.js';
 
 const argv = process.argv.slice(2);
-const opt = (name: string, fallback: string): string => {
-  const i = argv.indexOf(`--${name}`);
-  return i >= 0 && i + 1 < argv.length ? argv[i + 1]! : fallback;
-};
+const opt = option;
 const reps = Number(opt('reps', '3'));
 const seconds = Number(opt('seconds', '4'));
 const connections = Number(opt('connections', '32'));
@@ -121,7 +120,7 @@ function checkStack(spec: ServerSpec, headers: Record<string, string | string[] 
 interface LineResult { line: number; version: string; rps: Record<string, number[]>; cpu: Record<string, number[]> }
 
 async function measureLine(line: number): Promise<LineResult> {
-  const version = (await import('node:child_process')).execFileSync(kNodeBin(line), ['--version'], { encoding: 'utf8' }).trim();
+  const version = execFileSync(kNodeBin(line), ['--version'], { encoding: 'utf8' }).trim();
   const specs = kServerSpecs.filter((s) => withUws || !s.uws);
   const runs = kRunSpecs.filter((r) => specs.some((s) => s.key === r.server));
   const servers = new Map<ServerKey, Running>();

@@ -82,6 +82,15 @@ export const kMaxHeaderCount = 100;
  */
 export const kMaxHeaderBytes = 16 * 1024;
 
+/** A JSON-RPC error body (id null, -32600) for what an adapter refuses before the endpoint sees it. */
+const refusal = (message: string) => `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"${message}"}}`;
+/** The adapters' own refusals, written once for both: the same bytes whichever HTTP library serves. */
+export const kAdapterRefusal = {
+  payloadTooLarge: refusal('Payload Too Large'),
+  headersTooLarge: refusal('Request Header Fields Too Large'),
+  badFraming: refusal('Bad Request: ambiguous message framing'),
+} as const;
+
 /** Headers every adapter copies up front (uWS only allows reading them synchronously). */
 export const kRequestHeaders = [
   'access-control-request-headers', 'access-control-request-method', 'accept', 'authorization', 'content-length', 'content-type', 'cookie', 'host', 'last-event-id', 'mcp-method',

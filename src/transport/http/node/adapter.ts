@@ -4,7 +4,7 @@ import type { Socket } from 'node:net';
 import { SluiceError } from '../../../errors.js';
 import type { AdapterOptions, Listening } from '../adapter.js';
 import type { BodyCallback, Exchange } from '../exchange.js';
-import { collectHeader, kMaxHeaderCount } from '../exchange.js';
+import { collectHeader, kAdapterRefusal, kMaxHeaderCount } from '../exchange.js';
 import { nodeReusePort } from './reuse-port.js';
 
 /**
@@ -30,7 +30,7 @@ export function listenNode(options: AdapterOptions): Promise<Listening> {
     // let through so that a request over it is seen, and refused like on uWS.
     if (req.rawHeaders.length > 2 * kMaxHeaderCount) {
       res.shouldKeepAlive = false;
-      res.writeHead(431, { 'content-type': 'application/json', connection: 'close' }).end('{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Request Header Fields Too Large"}}');
+      res.writeHead(431, { 'content-type': 'application/json', connection: 'close' }).end(kAdapterRefusal.headersTooLarge);
       return;
     }
     active++;
@@ -175,7 +175,7 @@ class NodeExchange implements Exchange {
   }
 
   #tooLarge(): 'too_large' {
-    this.respond(413, [['connection', 'close'], ['content-type', 'application/json']], '{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Payload Too Large"}}');
+    this.respond(413, [['connection', 'close'], ['content-type', 'application/json']], kAdapterRefusal.payloadTooLarge);
     this.#req.resume();
     setImmediate(() => this.#req.destroy());
     return 'too_large';

@@ -1,7 +1,7 @@
 import { SluiceError } from '../../../errors.js';
 import type { AdapterOptions, Listening } from '../adapter.js';
 import type { BodyCallback, Exchange } from '../exchange.js';
-import { collectHeader, kMaxHeaderBytes, kMaxHeaderCount, kStatusText } from '../exchange.js';
+import { collectHeader, kAdapterRefusal, kMaxHeaderBytes, kMaxHeaderCount, kStatusText } from '../exchange.js';
 import { loadUws } from './load.js';
 import type { UwsRequest, UwsResponse } from './load.js';
 
@@ -58,9 +58,6 @@ function forgetRefusedPeer(): void {
   refusedPeer = undefined;
 }
 
-const kFramingBody = (message: string) => `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"${message}"}}`;
-const kTooManyHeaders = kFramingBody('Request Header Fields Too Large');
-const kBadFraming = kFramingBody('Bad Request: ambiguous message framing');
 
 /**
  * Why the request just collected cannot be framed safely, as [status, body], else undefined. A
@@ -75,10 +72,10 @@ function framingFault(res: UwsResponse): readonly [number, string] | undefined {
   // in the same read as a refused one is refused too: same peer address, same turn of the event loop
   // (uWS.js runs microtasks between requests, so the mark lasts until setImmediate). Another
   // connection from that address whose request lands in that very turn is refused as well.
-  if (refusedPeer !== undefined && addressText(res) === refusedPeer) return [400, kBadFraming];
-  if (headerCount > kMaxHeaderCount || headerBytes > kMaxHeaderBytes) return [431, kTooManyHeaders];
-  if (contentLengths > 1 || (contentLengths === 1 && transferEncoding)) return [400, kBadFraming];
-  if (contentLengths === 1 && !/^[0-9]{1,15}$/.test(collecting.get('content-length') ?? '')) return [400, kBadFraming];
+  if (refusedPeer !== undefined && addressText(res) === refusedPeer) return [400, kAdapterRefusal.badFraming];
+  if (headerCount > kMaxHeaderCount || headerBytes > kMaxHeaderBytes) return [431, kAdapterRefusal.headersTooLarge];
+  if (contentLengths > 1 || (contentLengths === 1 && transferEncoding)) return [400, kAdapterRefusal.badFraming];
+  if (contentLengths === 1 && !/^[0-9]{1,15}$/.test(collecting.get('content-length') ?? '')) return [400, kAdapterRefusal.badFraming];
   return undefined;
 }
 
@@ -380,7 +377,7 @@ class UwsExchange implements Exchange {
   #refuseTooLarge(): void {
     if (this.#tooLarge) return;
     this.#tooLarge = true;
-    this.respond(413, [['content-type', 'application/json']], '{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Payload Too Large"}}', true);
+    this.respond(413, [['content-type', 'application/json']], kAdapterRefusal.payloadTooLarge, true);
     this.#settle('too_large');
   }
 
