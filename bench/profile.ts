@@ -1,5 +1,5 @@
 /**
- * `npm run bench:profile`: CPU profiles (`node --cpu-prof`) of the paths behind the SPEC §7 targets
+ * `npm run bench:profile`: CPU profiles (`node --cpu-prof`) of the paths behind the performance targets (docs/benchmarks.md)
  * that are missed or close, summarised as their top frames in bench/results/profiles.md.
  *
  * - table lookups and insert+delete: `bench/registry.js --phase lookups|insert-delete`;
@@ -162,7 +162,7 @@ function table(title: string, note: string, profile: { frames: Frame[]; totalMs:
 async function main(): Promise<void> {
   const outFile = join(root, 'bench', 'results', outName);
   const lines = [
-    '# CPU profiles of the paths behind the performance targets (SPEC §7, issue 17)', '',
+    '# CPU profiles of the paths behind the performance targets (docs/benchmarks.md)', '',
     `- Date: ${new Date().toISOString()}; ${machineLine()}`,
     '- Command: `npm run bench:profile` (`node --cpu-prof`, 100 µs sampling for the registry phases, 1 ms for the HTTP worker)',
     '- Issue 17 (HTTP hot path): the HTTP sections show each worker profile beside the one taken before the work',

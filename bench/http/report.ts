@@ -1,5 +1,5 @@
 /**
- * The HTTP benchmark's report: ratios and SPEC §7 targets from the measured scenarios, then
+ * The HTTP benchmark's report: ratios and performance targets (docs/benchmarks.md) from the measured scenarios, then
  * bench/results/<name>-latest.{json,md} and an SVG per scenario (the full run's report is
  * latest.{md,json} with http-s*.svg). No side effects on import.
  */
@@ -90,7 +90,7 @@ export function writeReport(o: Options, m: Measured) {
   const dispatch = range(cpu.find((c) => c.us === 50 && c.mode === 'pool')?.p50ms.map((p, i) => (p - (cpu.find((x) => x.us === 50 && x.mode === 'inline')?.p50ms[i] ?? NaN)) * 1000) ?? [NaN]);
   // Issue 17's targets (performance round 2), from this run's ratios; the registry's come from bench:registry.
   const round2: Target[] = [];
-  // The SPEC §7 targets measured by this script (the registry ones come from bench:registry).
+  // The performance targets (docs/benchmarks.md) measured by this script (the registry ones come from bench:registry).
   const targets: Target[] = [];
   const ratioTarget = (name: string, key: string, floor: number, into: Target[] = targets) => {
     const r = ratios[key];
@@ -175,7 +175,7 @@ export function writeReport(o: Options, m: Measured) {
     ...(!smoke && registry !== undefined ? [`- S5 and the in-process cancel latencies: \`npm run bench:registry\` (${registry.timestamp}, run just before by \`npm run bench\`), see [registry-latest.md](registry-latest.md)`] : []),
     ...(round2.length === 0 ? [] : ['', '## Issue 17 targets (performance round 2)', '', ...targetTable(round2)]),
     ...(registryTargets.length === 0 ? [] : ['', `## Registry targets (\`npm run bench:registry\`, ${registry!.timestamp})`, '', ...targetTable(registryTargets)]),
-    '', '## SPEC §7 targets', '',
+    '', '## performance targets (docs/benchmarks.md)', '',
     ...targetTable(targets),
     '', '## Ratios (same run; median, min–max over repeats)', '',
     '| ratio | median | min–max |', '|---|---:|---:|',

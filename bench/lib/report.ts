@@ -1,5 +1,5 @@
 /**
- * Writing the benchmarks' reports: the results folder, JSON, Markdown tables, SPEC §7 target rows
+ * Writing the benchmarks' reports: the results folder, JSON, Markdown tables, target rows
  * and the number formats they share. No side effects on import.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';

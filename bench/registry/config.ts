@@ -1,6 +1,6 @@
 /**
  * Configuration of the registry benchmark (bench/registry.ts): sizes, repetitions, the phases and
- * the SPEC §7 targets. No side effects on import.
+ * the performance targets (docs/benchmarks.md). No side effects on import.
  */
 
 export const kCommand = 'npm run bench:registry';
@@ -35,7 +35,7 @@ export type Phase = (typeof kPhases)[number];
 
 /**
  * Issue 17's targets (ratios where it says ratio, both sides measured in the same run), then the
- * SPEC §7 figures kept as info: the first round's absolute rate floors and the signal latency.
+ * The first round's figures kept as info: the first round's absolute rate floors and the signal latency.
  */
 export const kTargets = {
   lookupsVsMap: 1.0,

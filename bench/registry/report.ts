@@ -72,7 +72,7 @@ function ratioTarget(name: string, floor: number, l: LookupPair): Target {
   };
 }
 
-/** The first round's absolute floors (SPEC §7, superseded by the ratios): info only. */
+/** The first round's absolute floors (superseded by the ratios): info only. */
 function rateInfo(floor: number, l: LookupPair): string {
   return `info: ≥ ${mops(floor)} ${l.table.median >= floor ? 'met' : 'missed'}`;
 }
@@ -100,7 +100,7 @@ const targetFor = {
   }),
 };
 
-/** Criteria kept from SPEC §7 and the first round, reported but not among the issue's targets. */
+/** Criteria kept from the first round, reported but not among the issue's targets. */
 function infoStatus(met: boolean): string {
   return met ? 'info: met' : 'info: missed';
 }
@@ -197,7 +197,7 @@ export function latencyRows(lr: LatencyResults): Row[] {
     row('info: reg.cancel call itself p50 (poll)', µs(p.cancelCallUs.p50), `p99 ${µs(p.cancelCallUs.p99)}`),
     row(`info: floor, the same rounds with one Atomics.store instead of reg.cancel, p50`, µs(lr.floor.p50Us.median), `${range(lr.floor.p50Us)}; p99 ${µs(lr.floor.p99Us.median)}`),
     row(`info: polling p50, the process's first ${lr.coldPolling.samples} cancels (not yet optimised)`, µs(lr.coldPolling.seen.p50), `p99 ${µs(lr.coldPolling.seen.p99)}; call p50 ${µs(lr.coldPolling.cancelCall.p50)}`),
-    infoRow(`cancel→seen signal p50 (${g.samplesPerRound}×${kLatencyRounds})`, µs(g.p50Us.median), range(g.p50Us), '', '', `≤ ${kTargets.infoSignalP50Us} µs (SPEC §7)`, g.p50Us.median <= kTargets.infoSignalP50Us),
+    infoRow(`cancel→seen signal p50 (${g.samplesPerRound}×${kLatencyRounds})`, µs(g.p50Us.median), range(g.p50Us), '', '', `≤ ${kTargets.infoSignalP50Us} µs (first round)`, g.p50Us.median <= kTargets.infoSignalP50Us),
     row('cancel→seen signal p99', µs(g.p99Us.median), range(g.p99Us)),
     row(`cancel→seen signal p99.9 (pooled ${g.pooled.samples})`, µs(g.pooled.p999), range(g.p999Us)),
   ];
@@ -317,7 +317,7 @@ export function markdown(report: Report): string {
   out.push(`- "info: one hot key" looks up a single key over and over (everything in L1): the cost of the call itself, without memory misses. "info: reg.cancel call itself" is how long \`reg.cancel\` took in the main thread; it is included in every polling sample (the stamp is taken just before the call). Polling split (pooled): \`reg.cancel\` p50 ${us(lr.polling.cancelCallUs.p50)} µs (p99 ${us(lr.polling.cancelCallUs.p99)}), cancel returned → worker saw it p50 ${us(lr.polling.afterReturnUs.p50)} µs (p99 ${us(lr.polling.afterReturnUs.p99)}).`);
   const mr = report.memory;
   out.push(`- Memory: \`createRegistry()\` with default options, each SharedArrayBuffer's byteLength (checked equal to \`registryMemory()\`): cancellation table ${mr.cancellations.toLocaleString('en-US')} bytes (${Math.round(mr.cancellationBytesPerRow)} per row of maxRows ${mr.maxRows.toLocaleString('en-US')}: its slots are maxRows + 5 % at 75 % load, and each row holds a 520-byte key slot and up to 800 bytes of reason inline), in-flight table ${mr.inFlight.toLocaleString('en-US')}, roster ${mr.roster.toLocaleString('en-US')}, state ${mr.state.toLocaleString('en-US')}; total ${mr.total.toLocaleString('en-US')} bytes. Why ≤ 4 MiB is missed: bench/results/registry-limits.md.`);
-  out.push('- Targets are issue 17\'s five (ratios where it says ratio). The first round\'s absolute floors (≥ 50 M lookups/s, ≥ 15 M pairs/s), the signal p50 (SPEC §7) and the churn criterion are kept as info rows. "info: floor" rows are minimal kernels (bench/registry/limits.ts) measured in the same run: the same cache lines or the same Atomics operations with nothing else, to show what a target leaves for the code.');
+  out.push('- Targets are issue 17\'s five (ratios where it says ratio). The first round\'s absolute floors (≥ 50 M lookups/s, ≥ 15 M pairs/s), the signal p50 and the churn criterion are kept as info rows. "info: floor" rows are minimal kernels (bench/registry/limits.ts) measured in the same run: the same cache lines or the same Atomics operations with nothing else, to show what a target leaves for the code.');
   out.push('- The churn criterion (after/before ≥ 0.8) is this benchmark\'s reading of "no collapse", not a stated target.');
   out.push(`- Every rate is the median of ${kReps} reps (min–max shown), table and Map reps interleaved. Targets are reported, never asserted.`);
   out.push(`- S5, two contending threads (info, no target): one table of the same dimensions and fill (${cr.rows} rows, ${cr.slots} slots), created and filled in the main thread; two worker_threads (A, B) attach it through its descriptor and join the roster. Each run starts at a barrier in shared memory (spin, then \`Atomics.wait\`; the last thread to arrive wakes the other; start skew median ${us(cr.lookups.startSkewUs.median)} µs in the lookups runs) and is timed inside the workers with \`process.hrtime.bigint()\`. "A / B" is each thread's own ops ÷ its own time; "total" is both threads' ops ÷ the wall span from the first start to the last end (the threads ran overlapped ${pct(cr.lookups.overlap.median)}, ${pct(cr.insertDelete.overlap.median)} and ${pct(cr.hotInsertDelete.overlap.median)} of it, medians). "1 worker thread" is thread A alone on the same table, reps interleaved with the 2-thread reps (${cr.reps} each, after a warm-up); the main thread sleeps in its event loop meanwhile. The machine has ${machine.cores} cores, so two threads is all it can run in parallel, and any other load shows up directly in the 2-thread figures.`);

@@ -14,7 +14,7 @@ const hasOwn = Object.prototype.hasOwnProperty;
 
 /**
  * Classifies a parsed JSON value. Never throws: anything malformed becomes `invalid` with the code to
- * answer. A request id that the registry could not track (SPEC §3) is refused, so every request
+ * answer. A request id that the registry could not track (not a safe integer, or a string over 256 UTF-8 bytes) is refused, so every request
  * that runs can be cancelled.
  */
 export function classify(value: unknown): Incoming {

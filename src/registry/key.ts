@@ -65,7 +65,7 @@ export function writeWtf8(text: string, bytes: Uint8Array, at: number, limit: nu
 
 const checkBytes = new Uint8Array(kMaxIdBytes);
 
-/** True for the ids the registry accepts (SPEC §3). `42` and `"42"` are both valid and distinct. */
+/** True for the ids the registry accepts: a safe integer, or a string of at most 256 UTF-8 bytes. `42` and `"42"` are both valid and distinct. */
 export function validRequestId(id: unknown): id is RequestId {
   if (typeof id === 'number') return Number.isSafeInteger(id);
   if (typeof id !== 'string') return false;

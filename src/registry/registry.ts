@@ -130,7 +130,7 @@ export function attachRegistry(descriptor: RegistryDescriptor): Registry {
 }
 
 /**
- * The cancellation registry (SPEC §3): cancellation rows and a multiset of in-flight rows keyed by
+ * The cancellation registry (docs/registry.md): cancellation rows and a multiset of in-flight rows keyed by
  * (scope, id), in shared memory, usable from every thread that attaches it. Request path:
  * `track` → run → `untrack` → `clear` (in a finally).
  */

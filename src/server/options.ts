@@ -118,7 +118,7 @@ export interface ServerOptions {
   metricsPort?: number;
   /** The address the separate /metrics listener binds to. Default 127.0.0.1. Needs `metricsPort`. */
   metricsHost?: string;
-  /** Registry bounds (SPEC §3). */
+  /** Registry bounds: rows in all, rows per client scope, id and reason sizes (docs/registry.md). */
   registry?: RegistryOptions;
   /** Cancellation janitor: `false`, or its interval and TTL. Default every 60 s, TTL 5 min. */
   janitor?: false | { intervalMs?: number; ttlMs?: number };

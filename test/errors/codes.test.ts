@@ -1,6 +1,6 @@
 /**
  * Every error code Sluice has, each produced by a small real scenario (undici's test/errors.js
- * idea, STYLE.md "Errors and codes"): every SluiceErrorCode (local errors and refusals) and every
+ * idea): every SluiceErrorCode (local errors and refusals) and every
  * JSON-RPC code of the wire table (`ErrorCode`) the server emits. A code without a scenario fails
  * here, so a new code lands with one. Assertions are on `code` (and `rpcCode`), never on wording.
  *

@@ -56,7 +56,7 @@ describe.each(adapters('authenticate hook'))('authenticate hook over the %s adap
     const alice = await sessionOf('key-a');
     const anonymous = await sessionOf(undefined);
     expect((await post(address.url, ping, as('key-a', alice))).status).toBe(200);
-    // A session is bound to the principal that opened it (SPEC: principal:<id> scope).
+    // A session is bound to the principal that opened it (its scope is principal:<id>).
     expect((await post(address.url, ping, as('key-b', alice))).status).toBe(404);
     expect((await post(address.url, ping, as(undefined, alice))).status).toBe(404);
     expect((await post(address.url, ping, as(undefined, anonymous))).status).toBe(200);

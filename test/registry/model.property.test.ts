@@ -5,7 +5,7 @@ import type { Registry, RequestId, TrackHandle } from '../../src/index.js';
 
 /**
  * Model-based test: random operation sequences run against the registry and against a plain Map
- * model of SPEC §3; after every step every observable answer must agree.
+ * model of the registry's rules (docs/registry.md); after every step every observable answer must agree.
  */
 
 const kPerScope = 3;

@@ -4,7 +4,7 @@ import { sanitizeReason } from '../../src/index.js';
 const codePoints = (s: string) => [...s].length;
 const validUtf16 = (s: string) => !/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(s);
 
-describe('sanitizeReason (conduit reflect_test, adapted to code points)', () => {
+describe('sanitizeReason (reasons cut and cleaned by code point)', () => {
   it('passes plain strings through', () => {
     expect(sanitizeReason('user pressed stop')).toBe('user pressed stop');
     expect(sanitizeReason('')).toBe('');

@@ -5,7 +5,6 @@ import {
 } from '../../src/index.js';
 import type { Registry, TrackHandle } from '../../src/index.js';
 
-/** Conduit test numbers (reference/conduit.md §6) are given as #n where a case is a port. */
 
 function tracked(reg: Registry, id: string | number, scope: string): TrackHandle {
   const h = reg.track(id, scope);
@@ -21,7 +20,7 @@ function capture(name: string): { events: unknown[]; stop: () => void } {
 }
 
 describe('cancel and cancelled', () => {
-  it('#5 records by id; 42 and "42" are different ids (JSON-RPC), unlike conduit', () => {
+  it('records by id; 42 and "42" are different ids (JSON-RPC)', () => {
     const reg = createRegistry();
     expect(reg.cancel(42, 'user pressed stop', 's')).toEqual({ ok: true });
     expect(reg.cancelled(42, 's')).toBe(true);
@@ -31,7 +30,7 @@ describe('cancel and cancelled', () => {
     expect(reg.scan().cancellationRows).toBe(2);
   });
 
-  it('#6 stores the reason', () => {
+  it('stores the reason', () => {
     const reg = createRegistry();
     reg.cancel('req-1', 'timeout', 's');
     expect(reg.reason('req-1', 's')).toBe('timeout');
@@ -41,7 +40,7 @@ describe('cancel and cancelled', () => {
     expect(reg.reason('nope', 's')).toBeUndefined();
   });
 
-  it('#7 a null or missing id is a no-op', () => {
+  it('a null or missing id is a no-op', () => {
     const reg = createRegistry();
     expect(reg.cancel(null, null, 's')).toEqual({ ok: true });
     expect(reg.cancel(undefined, 'x', 's')).toEqual({ ok: true });
@@ -50,7 +49,7 @@ describe('cancel and cancelled', () => {
   });
 
   it.each([{}, [1, 2], 1.5, NaN, Infinity, -Infinity, 2 ** 53, -(2 ** 53), true, false, Symbol('x'), 10n])(
-    '#8 refuses an id that is not a safe integer or string: %s', (id) => {
+    'refuses an id that is not a safe integer or string: %s', (id) => {
       const reg = createRegistry();
       expect(reg.cancel(id, 'r', 's')).toEqual({ ok: false, error: 'invalid_request_id' });
       expect(reg.scan().cancellationRows).toBe(0);
@@ -67,7 +66,7 @@ describe('cancel and cancelled', () => {
     expect(reg.cancelled(1, 's')).toBe(false);
   });
 
-  it('#9 caps string ids at 256 UTF-8 bytes', () => {
+  it('caps string ids at 256 UTF-8 bytes', () => {
     const reg = createRegistry();
     expect(reg.cancel('a'.repeat(256), 'r', 's')).toEqual({ ok: true });
     expect(reg.cancel('a'.repeat(257), 'r', 's')).toEqual({ ok: false, error: 'invalid_request_id' });
@@ -87,7 +86,7 @@ describe('cancel and cancelled', () => {
     expect(reg.cancelled('\uFFFD', 's')).toBe(false);
   });
 
-  it('#10 truncates and strips control characters from the reason', () => {
+  it('truncates and strips control characters from the reason', () => {
     const reg = createRegistry();
     reg.cancel('r', `abort\u0000\u001b[31m${'x'.repeat(500)}`, 's');
     const reason = reg.reason('r', 's')!;
@@ -98,7 +97,7 @@ describe('cancel and cancelled', () => {
     expect([...reg.reason('long', 's')!]).toHaveLength(200);
   });
 
-  it('#11 accepts a non-string reason', () => {
+  it('accepts a non-string reason', () => {
     const reg = createRegistry();
     expect(reg.cancel('r', { why: 'because' }, 's')).toEqual({ ok: true });
     expect(reg.reason('r', 's')).toBe('{"why": "because"}');
@@ -134,7 +133,7 @@ describe('cancel and cancelled', () => {
 });
 
 describe('cross-client isolation', () => {
-  it('#12 client A cancelling id 1 does not touch client B\'s id 1', () => {
+  it('client A cancelling id 1 does not touch client B\'s id 1', () => {
     const reg = createRegistry();
     const b = tracked(reg, 1, 'session:b');
     reg.cancel(1, 'stop', 'session:a');
@@ -143,21 +142,21 @@ describe('cross-client isolation', () => {
     expect(b.cancelled).toBe(false);
   });
 
-  it('#13 two principals behind one address do not share a namespace', () => {
+  it('two principals behind one address do not share a namespace', () => {
     const reg = createRegistry();
     reg.cancel('7', 'r', 'principal:alice');
     expect(reg.cancelled('7', 'principal:alice')).toBe(true);
     expect(reg.cancelled('7', 'principal:bob')).toBe(false);
   });
 
-  it('#14 a principal whose id equals an address shares neither rows nor quota with it', () => {
+  it('a principal whose id equals an address shares neither rows nor quota with it', () => {
     const reg = createRegistry({ maxRowsPerScope: 1 });
     expect(reg.cancel('1', 'r', 'principal:203.0.113.9')).toEqual({ ok: true });
     expect(reg.cancel('2', 'r', 'ip:203.0.113.9')).toEqual({ ok: true });
     expect(reg.cancelled('1', 'ip:203.0.113.9')).toBe(false);
   });
 
-  it('#15 clear only clears the caller\'s own row', () => {
+  it('clear only clears the caller\'s own row', () => {
     const reg = createRegistry();
     reg.cancel('x', 'r', 'a');
     reg.cancel('x', 'r', 'b');
@@ -168,7 +167,7 @@ describe('cross-client isolation', () => {
 });
 
 describe('row bounds', () => {
-  it('#16 the global cap evicts, never refuses; the newest survives', () => {
+  it('the global cap evicts, never refuses; the newest survives', () => {
     const reg = createRegistry({ maxRows: 2, maxRowsPerScope: Infinity });
     for (const id of ['a', 'b', 'c']) expect(reg.cancel(id, 'r', 's')).toEqual({ ok: true });
     expect(reg.scan().cancellationRows).toBeLessThanOrEqual(2);
@@ -177,7 +176,7 @@ describe('row bounds', () => {
     expect(reg.counters().evictions).toBe(1);
   });
 
-  it('#18 the per-scope quota stops one client denying cancellation to others', () => {
+  it('the per-scope quota stops one client denying cancellation to others', () => {
     const reg = createRegistry({ maxRowsPerScope: 3 });
     for (let i = 0; i < 3; i++) expect(reg.cancel(`a${i}`, 'r', 'attacker')).toEqual({ ok: true });
     expect(reg.cancel('a3', 'r', 'attacker')).toEqual({ ok: false, error: 'cancellation_limit_reached' });
@@ -190,13 +189,13 @@ describe('row bounds', () => {
     expect(reg.cancel('a3', 'r', 'attacker')).toEqual({ ok: true });
   });
 
-  it('#19 Infinity turns the per-scope quota off', () => {
+  it('Infinity turns the per-scope quota off', () => {
     const reg = createRegistry({ maxRowsPerScope: Infinity, maxRows: 1000 });
     for (let i = 0; i < 300; i++) reg.cancel(i, 'r', 's');
     expect(reg.scan().cancellationRows).toBe(300);
   });
 
-  it('#20 the global cap does not deny a scope that is under its own quota', () => {
+  it('the global cap does not deny a scope that is under its own quota', () => {
     const reg = createRegistry({ maxRows: 100, maxRowsPerScope: 20 });
     for (let s = 0; s < 6; s++) for (let i = 0; i < 20; i++) expect(reg.cancel(i, 'r', `scope-${s}`).ok).toBe(true);
     expect(reg.scan().cancellationRows).toBeLessThanOrEqual(100);
@@ -205,7 +204,7 @@ describe('row bounds', () => {
     expect(reg.cancel('v-over', 'r', 'victim')).toEqual({ ok: false, error: 'cancellation_limit_reached' });
   });
 
-  it('#21 reclaim evicts the largest scope, not the caller or a bystander', () => {
+  it('reclaim evicts the largest scope, not the caller or a bystander', () => {
     const reg = createRegistry({ maxRows: 100, maxRowsPerScope: Infinity });
     const now = Date.now();
     reg.seedCancellation('bystander-1', 'bystander', now - 10_000);
@@ -219,7 +218,7 @@ describe('row bounds', () => {
     expect(reg.scan().cancellationRows).toBe(96);
   });
 
-  it('#22 reclaim spills into the next largest scope when the largest is smaller than a batch', () => {
+  it('reclaim spills into the next largest scope when the largest is smaller than a batch', () => {
     const reg = createRegistry({ maxRows: 100, maxRowsPerScope: Infinity });
     const now = Date.now();
     let t = now - 100_000;
@@ -237,7 +236,7 @@ describe('row bounds', () => {
     expect(reg.cancelled('caller', 'caller')).toBe(true);
   });
 
-  it('#23 reclaim frees a full batch when every scope holds one row, oldest first', () => {
+  it('reclaim frees a full batch when every scope holds one row, oldest first', () => {
     const reg = createRegistry({ maxRows: 100, maxRowsPerScope: Infinity });
     const now = Date.now();
     for (let i = 100; i >= 1; i--) reg.seedCancellation(`id-${i}`, `scope-${i}`, now - 1000 + i);
@@ -261,7 +260,7 @@ describe('row bounds', () => {
 });
 
 describe('clear', () => {
-  it('#26 removes a cancellation row', () => {
+  it('removes a cancellation row', () => {
     const reg = createRegistry();
     reg.cancel('x', 'r', 's');
     reg.clear('x', 's');
@@ -269,7 +268,7 @@ describe('clear', () => {
     expect(reg.counters().cancellationRows).toBe(0);
   });
 
-  it('#27 ignores null and malformed ids', () => {
+  it('ignores null and malformed ids', () => {
     const reg = createRegistry();
     expect(() => reg.clear(null, 's')).not.toThrow();
     expect(() => reg.clear({}, 's')).not.toThrow();
@@ -288,7 +287,7 @@ describe('clear', () => {
 });
 
 describe('track, untrack, inFlight', () => {
-  it('#28 a tracked id is in flight in its own scope only', () => {
+  it('a tracked id is in flight in its own scope only', () => {
     const reg = createRegistry();
     const h = tracked(reg, 7, 'a');
     expect(reg.inFlight(7, 'a')).toBe(true);
@@ -301,7 +300,7 @@ describe('track, untrack, inFlight', () => {
     expect(reg.counters()).toMatchObject({ tracked: 1, untracked: 1, inFlight: 0 });
   });
 
-  it('#29 concurrent duplicates of one id each hold a row', () => {
+  it('concurrent duplicates of one id each hold a row', () => {
     const reg = createRegistry();
     const first = tracked(reg, 'dup', 's');
     const second = tracked(reg, 'dup', 's');
@@ -314,7 +313,7 @@ describe('track, untrack, inFlight', () => {
     expect(reg.inFlight('dup', 's')).toBe(false);
   });
 
-  it('#30 refuses null and over-long ids, so nothing runs untracked by accident', () => {
+  it('refuses null and over-long ids, so nothing runs untracked by accident', () => {
     const reg = createRegistry();
     expect(reg.track(null as unknown as number, 's')).toEqual({ ok: false, error: 'invalid_request_id' });
     expect(reg.track('a'.repeat(257), 's')).toEqual({ ok: false, error: 'invalid_request_id' });
@@ -397,7 +396,7 @@ describe('track, untrack, inFlight', () => {
 });
 
 describe('cleanup', () => {
-  it('#31 removes rows older than the TTL (strictly)', () => {
+  it('removes rows older than the TTL (strictly)', () => {
     const reg = createRegistry();
     reg.cancel('fresh', 'r', 's');
     reg.seedCancellation('stale', 's', Date.now() - 60_000);
@@ -407,7 +406,7 @@ describe('cleanup', () => {
     expect(reg.counters()).toMatchObject({ expired: 1, cancellationRows: 1 });
   });
 
-  it('#38 publishes sluice:cancellation:cleanup', () => {
+  it('publishes sluice:cancellation:cleanup', () => {
     const reg = createRegistry();
     reg.seedCancellation('stale', 's', Date.now() - 60_000);
     const { events, stop } = capture('sluice:cancellation:cleanup');
@@ -439,7 +438,7 @@ describe('cleanup', () => {
 });
 
 describe('telemetry and counters', () => {
-  it('#37 publishes sluice:request:cancelled for each recorded cancellation only', () => {
+  it('publishes sluice:request:cancelled for each recorded cancellation only', () => {
     const reg = createRegistry({ maxRowsPerScope: 1 });
     const { events, stop } = capture('sluice:request:cancelled');
     try {

@@ -41,7 +41,7 @@ describe('clientBucket', () => {
   });
 });
 
-describe('deriveScope (conduit scope/1)', () => {
+describe('deriveScope', () => {
   it('prefers the session, then the principal, then the client address', () => {
     expect(deriveScope({ sessionId: 'sess-1', principal: { id: 'user-1' }, address: '203.0.113.9' })).toBe('session:sess-1');
     expect(deriveScope({ principal: { id: 'user-1' }, address: '203.0.113.9' })).toBe('principal:user-1');

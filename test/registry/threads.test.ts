@@ -101,7 +101,7 @@ describe('across threads', () => {
     expect(reg.watching).toBe(0);
   });
 
-  it('#32 cleanup removes in-flight rows of a thread that exited without untracking', async () => {
+  it('cleanup removes in-flight rows of a thread that exited without untracking', async () => {
     const reg = createRegistry();
     const p = await peer(reg);
     expect(await p.ask({ op: 'track', id: 'leaked', scope: 's' })).toMatchObject({ ok: true });
@@ -117,7 +117,7 @@ describe('across threads', () => {
     expect(reg.counters()).toMatchObject({ inFlight: 1, inFlightSwept: 1 });
   });
 
-  it('#33 sweeping a dead thread\'s row keeps a live request with the same key', async () => {
+  it('sweeping a dead thread\'s row keeps a live request with the same key', async () => {
     const reg = createRegistry();
     const p = await peer(reg);
     await p.ask({ op: 'track', id: 'shared', scope: 's' });

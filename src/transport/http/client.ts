@@ -13,7 +13,7 @@ export interface AuthRequest {
   readonly remoteAddress: string;
 }
 
-/** An authenticated caller; only a string `id` scopes requests (SPEC §3). */
+/** An authenticated caller; only a string `id` scopes requests (two principals never share a cancellation scope). */
 export interface Principal {
   readonly id?: unknown;
 }
