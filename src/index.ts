@@ -9,8 +9,8 @@ export {
   requestCancelledChannel, cancellationCleanupChannel, requestStopChannel, requestKilledChannel,
 } from './telemetry/index.js';
 export type { RequestCancelledEvent, CancellationCleanupEvent } from './telemetry/index.js';
-export { createServer } from './supervisor/server.js';
-export type { Server, ServerAddress, ServerHooks } from './supervisor/server.js';
+export { createServer } from './process/supervisor.js';
+export type { Server, ServerAddress, ServerHooks } from './process/supervisor.js';
 export type { ServerOptions } from './server/options.js';
 export { defineTool, toCallToolResult } from './tools/define.js';
 export type { Tool, ToolDefinition, ToolOutput, CallToolResult, ContentBlock, ToolSchema, InferArguments, InferToolOutput } from './tools/define.js';
@@ -20,8 +20,8 @@ export type { JsonSchema } from './tools/schema.js';
 export type { Authenticate, AuthRequest, Principal } from './transport/http/endpoint.js';
 export type { AuthOptions, AuthInfo, VerifiedToken, TokenVerifierFunction } from './auth/contract.js';
 export { ErrorCode, ProtocolError } from './protocol/wire.js';
-export { serveStdioServer } from './server/stdio-server.js';
-export type { StdioServerOptions } from './server/stdio-server.js';
+export { serveStdioServer } from './process/stdio-server.js';
+export type { StdioServerOptions } from './process/stdio-server.js';
 export { defineResource, defineResourceTemplate } from './catalog/resources.js';
 export type { Resource, ResourceTemplate, ResourceDefinition, ResourceTemplateDefinition, ResourceContents, ReadOutput } from './catalog/resources.js';
 export { definePrompt } from './catalog/prompts.js';

@@ -2,8 +2,8 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createServer } from '../supervisor/server.js';
-import { serveStdioServer } from '../server/stdio-server.js';
+import { createServer } from '../process/supervisor.js';
+import { serveStdioServer } from '../process/stdio-server.js';
 import { kLogLevels } from '../server/options.js';
 import type { LogLevel, ServerOptions } from '../server/options.js';
 import { toolsModuleLabel, toolsModuleUrl } from '../catalog/catalog.js';

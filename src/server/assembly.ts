@@ -116,6 +116,8 @@ export interface EngineInput {
   readonly catalog: Catalog;
   /** Module the pool loads; undefined in-process (then pool tools cannot run). */
   readonly toolsModule: string | undefined;
+  /** The compiled pool thread entry (given with `toolsModule` by the process that starts threads). */
+  readonly poolEntry?: URL | undefined;
   readonly log: LogSink;
   /** Relays a client's response to the thread that asked (HTTP workers: through the supervisor). */
   readonly forwardResponse?: ((threadId: number, response: string, scope: string, node?: string) => void) | undefined;
@@ -151,8 +153,8 @@ export function createEngine(input: EngineInput): ServingEngine {
   const { options, shared } = input;
   const registry = attachRegistry(shared.registry);
   const counters = new ServerCounters(shared.counters);
-  const pool = input.toolsModule !== undefined && input.catalog.tools.some((t) => t.pool === true)
-    ? new ToolPool({ toolsModule: input.toolsModule, registry, registryDescriptor: shared.registry, threads: options.poolThreads, onThread: input.onPoolThread })
+  const pool = input.toolsModule !== undefined && input.poolEntry !== undefined && input.catalog.tools.some((t) => t.pool === true)
+    ? new ToolPool({ entry: input.poolEntry, toolsModule: input.toolsModule, registry, registryDescriptor: shared.registry, threads: options.poolThreads, onThread: input.onPoolThread })
     : undefined;
   const engine = new Engine({
     registry,

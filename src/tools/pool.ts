@@ -3,7 +3,6 @@ import { MessageChannel } from 'node:worker_threads';
 import type { Worker } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import type { Registry, RegistryDescriptor, TrackHandle } from '../registry/index.js';
-import { threadEntry } from '../thread-entry.js';
 import type { ProgressSink } from './context.js';
 import type { CallToolResult } from './define.js';
 import type { ProtocolErrorWire } from '../errors.js';
@@ -50,6 +49,8 @@ export function isPoolThreadMessage(value: unknown): value is PoolThreadMessage 
 }
 
 export interface ToolPoolOptions {
+  /** The compiled pool thread entry module (the process layer names it: it knows where the build is). */
+  entry: URL;
   /** Module (URL or absolute path) exporting the tools; the pool thread imports it. */
   toolsModule: string;
   registry: Registry;
@@ -89,7 +90,7 @@ export class ToolPool {
     this.#onThread = options.onThread;
     const data: PoolThreadData = { toolsModule: options.toolsModule, registry: options.registryDescriptor };
     this.#piscina = new Piscina({
-      filename: threadEntry('pool-worker').href,
+      filename: options.entry.href,
       minThreads: threads,
       maxThreads: threads,
       idleTimeout: 60_000,

@@ -23,7 +23,7 @@ import { ErrorCode, ProtocolError } from '../../src/protocol/wire.js';
 import { importToolsModule } from '../../src/catalog/catalog.js';
 import { listenNode } from '../../src/transport/http/node/adapter.js';
 import { findUws } from '../../src/transport/http/uws/load.js';
-import { checkPortFree } from '../../src/supervisor/port.js';
+import { checkPortFree } from '../../src/process/port-probe.js';
 import { post } from '../helpers/http.js';
 import { initialize, modernMeta } from '../helpers/server.js';
 import { startRedis } from '../helpers/redis.js';

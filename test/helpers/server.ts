@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer } from '../../src/index.js';
 import type { Server, ServerAddress, ServerOptions } from '../../src/index.js';
-import { kAdapterLogTag } from '../../src/supervisor/adapter-choice.js';
+import { kAdapterLogTag } from '../../src/process/adapter-choice.js';
 
 /** The fixture tools module (plain .mjs: worker threads load it without vitest's transform). */
 export const kToolsModule = new URL('../fixtures/server-tools.mjs', import.meta.url);

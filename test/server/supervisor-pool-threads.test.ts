@@ -4,6 +4,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createRegistry } from '../../src/registry/index.js';
 import { ToolPool } from '../../src/tools/pool.js';
+import { threadEntry } from '../../src/process/thread-entry.js';
 import { post } from '../helpers/http.js';
 import { modernMeta, recordPath, recorded, startServer, until } from '../helpers/server.js';
 
@@ -71,6 +72,7 @@ describe('ToolPool start and stop', () => {
     const threads: Array<[number, boolean]> = [];
     try {
       const pool = new ToolPool({
+        entry: threadEntry('pool-worker'),
         toolsModule: new URL('../fixtures/supervisor-slow-tools.mjs', import.meta.url).href,
         registry, registryDescriptor: registry.descriptor, threads: 2,
         onThread: (id, alive) => { threads.push([id, alive]); },
