@@ -2,6 +2,7 @@
  * The code of an HTTP worker thread (workers/http-worker.ts calls `runHttpWorker`): load the tools,
  * start one HTTP thread's stack, speak the typed messages of messages.ts with the supervisor.
  */
+import { threadEntry } from './thread-entry.js';
 import { subscribe } from 'node:diagnostics_channel';
 import { cancellationCleanupChannel, requestCancelledChannel, requestKilledChannel, requestStopChannel } from '../telemetry/channels.js';
 import { parentPort, threadId, workerData } from 'node:worker_threads';
@@ -14,7 +15,7 @@ import { filterLog } from '../server/options.js';
 import { TaskStoreClient } from '../tasks/remote-store.js';
 import { Counter } from '../telemetry/counters.js';
 import type { ServerCounters } from '../telemetry/counters.js';
-import type { FromHttpWorker, HttpWorkerData, ToHttpWorker } from './messages.js';
+import type { FromHttpWorker, HttpWorkerData, ToHttpWorker } from './worker-messages.js';
 
 /** Longest wait for the pool to close on the crash path. */
 const kCrashPoolCloseMs = 2_000;
@@ -72,6 +73,7 @@ export async function runHttpWorker(): Promise<void> {
       options: data.options,
       catalog,
       toolsModule: data.toolsModule,
+      poolEntry: threadEntry('pool-worker'),
       authenticate,
       verifyToken,
       port: data.port,

@@ -2,11 +2,11 @@ import { parentPort, threadId } from 'node:worker_threads';
 import { attachRegistry } from '../registry/index.js';
 import type { Registry } from '../registry/index.js';
 import { SluiceError } from '../errors.js';
-import { ToolContext } from './context.js';
+import { ToolContext } from '../tools/context.js';
 import { importToolsModule } from '../catalog/catalog.js';
-import { Refusal, checkArguments, errorText, toToolResult, toolFailure } from './define.js';
-import type { CallToolResult, Tool } from './define.js';
-import type { PoolOutcome, PoolTask, PoolThreadData, PoolThreadMessage } from './pool.js';
+import { Refusal, checkArguments, errorText, toToolResult, toolFailure } from '../tools/define.js';
+import type { CallToolResult, Tool } from '../tools/define.js';
+import type { PoolOutcome, PoolTask, PoolThreadData, PoolThreadMessage } from '../tools/pool.js';
 import { ProtocolError } from '../errors.js';
 import type { ProtocolErrorWire } from '../errors.js';
 

@@ -2,6 +2,7 @@
  * The stdio server: the one thread serves newline-delimited JSON-RPC over a pair of streams, with
  * the same assembly as an HTTP thread (assembly.ts) and a graceful shutdown on `signal`.
  */
+import { threadEntry } from './thread-entry.js';
 import { PassThrough } from 'node:stream';
 import { threadId } from 'node:worker_threads';
 import type { Readable, Writable } from 'node:stream';
@@ -10,11 +11,11 @@ import { catalogNames } from '../catalog/catalog.js';
 import { serveStdio } from '../transport/stdio/stdio.js';
 import { MemoryTaskStore } from '../tasks/memory-store.js';
 import { importTracingModule } from '../telemetry/tracing/otel.js';
-import { createEngine, createSharedTables, loadCatalog, serverLog, startJanitor, toolsSource } from './assembly.js';
-import type { ServingEngine } from './assembly.js';
-import { resolveOptions, taskStoreOption } from './options.js';
-import type { LogSink, ServerOptions } from './options.js';
-import { kCancelSettleMs, kShutdownReason, settled } from './shutdown.js';
+import { createEngine, createSharedTables, loadCatalog, serverLog, startJanitor, toolsSource } from '../server/assembly.js';
+import type { ServingEngine } from '../server/assembly.js';
+import { resolveOptions, taskStoreOption } from '../server/options.js';
+import type { LogSink, ServerOptions } from '../server/options.js';
+import { kCancelSettleMs, kShutdownReason, settled } from '../server/shutdown.js';
 
 /** The options stdio uses (no host, port, workers, sessions, HTTP limits: none applies to it). */
 export type StdioServerBaseOptions = Pick<ServerOptions,
@@ -52,7 +53,7 @@ export async function serveStdioServer(options: StdioServerOptions): Promise<voi
   const tasks = taskStore === undefined || resolved.tasks === false ? undefined : { store: taskStore, limits: resolved.tasks.limits, runner: String(threadId) };
   let serving: ServingEngine;
   try {
-    serving = createEngine({ shared, options: resolved, catalog, toolsModule: source.module, log, tasks, transport: 'pipe' });
+    serving = createEngine({ shared, options: resolved, catalog, toolsModule: source.module, poolEntry: threadEntry('pool-worker'), log, tasks, transport: 'pipe' });
   } catch (error) {
     await taskStore?.close();
     throw error;

@@ -29,11 +29,11 @@ import type { LogSink, ResolvedOptions, ServerOptions } from '../server/options.
 import { MemoryTaskStore } from '../tasks/memory-store.js';
 import { TaskStoreHost } from '../tasks/remote-store.js';
 import type { TaskStore } from '../tasks/store.js';
-import { threadEntry } from '../thread-entry.js';
-import type { FromHttpWorker, HttpWorkerData, ToHttpWorker } from '../worker/messages.js';
+import { threadEntry } from './thread-entry.js';
+import type { FromHttpWorker, HttpWorkerData, ToHttpWorker } from './worker-messages.js';
 import type { ClusterNode } from './cluster-node.js';
 import { chooseAdapter } from './adapter-choice.js';
-import { checkPortFree, freePort } from './port.js';
+import { checkPortFree, freePort } from './port-probe.js';
 
 /** How many picked ports (port 0) the first HTTP worker tries before the start fails. */
 const kFreePortAttempts = 4;

@@ -1,4 +1,4 @@
 /** HTTP worker thread entry: one uWS (or node:http) server on the shared port. */
-import { runHttpWorker } from '../src/worker/http-worker.js';
+import { runHttpWorker } from '../http-worker.js';
 
 void runHttpWorker();

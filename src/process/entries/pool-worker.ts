@@ -1,7 +1,7 @@
 /** Pool thread entry (piscina): runs one `pool: true` tool call against the shared registry. */
 import { workerData } from 'node:worker_threads';
-import { runPoolTask, startPoolThread } from '../src/tools/pool-thread.js';
-import type { PoolTask, PoolThreadData } from '../src/tools/pool.js';
+import { runPoolTask, startPoolThread } from '../pool-thread.js';
+import type { PoolTask, PoolThreadData } from '../../tools/pool.js';
 
 // Piscina posts its READY once this module has evaluated: everything is loaded by then.
 await startPoolThread(workerData as PoolThreadData);
