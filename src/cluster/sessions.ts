@@ -1,263 +1,36 @@
 /**
- * Cluster mode: legacy (2025-era) sessions valid on every node, through Redis. Supervisor side.
- *
- * Redis holds the directory: `<prefix>session:<id>`, a hash of
- *   p: the principal digest (128 bits of SHA-256 of the principal id, hex; '' anonymous),
- *   c: the declared client capabilities (bits), l: the logging/setLevel level (-1 unset),
- *   t: created (ms since the epoch).
- * Its expiry is last use + idleMs + touch period (idleMs/4): each node pushes the last use it saw
- * (PEXPIREAT … GT) once per touch period, never per request, so the slack is that period.
+ * Cluster mode: legacy (2025-era) sessions valid on every node, through Redis. Supervisor side:
+ * the directory itself (Redis keys, invalidations, DELETE acknowledgements) is session-directory.ts.
  *
  * Each node's shared-memory table stays the cache: a request of a session it holds never leaves the
- * node. A presented id the table lacks is looked up here and adopted (same id, same principal).
- * Coherence: DELETE and logging/setLevel publish `<nodeId> <id>` on `<prefix>sessions`; every
- * other node drops its copy at once (a later request re-adopts, with the new level). While this
- * node's subscriber is down, the copies are revalidated against Redis every `revalidateMs`
- * (default 5 s), and all of them are dropped when it comes back (invalidations were missed).
- * A DELETE answers only once every node that heard the invalidation has dropped its copy (each
- * acknowledges on `<prefix>sessions-ack`), or after kAckTimeoutMs (a node that slow is cut off, and
- * revalidates): a request on another node after the 204 is not served the deleted session.
+ * node. A presented id the table lacks is looked up in the directory and adopted (same id, same
+ * principal). Coherence: DELETE and logging/setLevel tell every other node, which drops its copy
+ * at once (a later request re-adopts, with the new level). While this node's subscriber is down,
+ * the copies are revalidated against Redis every `revalidateMs` (default 5 s), and all of them are
+ * dropped when it comes back (invalidations were missed).
  * So a node serves a session deleted elsewhere: not at all once the message arrives; at most
  * `revalidateMs` (plus a command's time-out) while only its subscriber is cut; while the node
  * cannot reach Redis at all, until it can again (deletes elsewhere need Redis, so a Redis outage
  * itself deletes nothing). Redis losing its data (an empty restart) ends every session: nodes drop
  * their copies on reconnect and clients get 404, the spec's signal to initialize again.
  *
- * No Redis module is imported here: the connection comes in the RedisContext.
+ * The HTTP workers ask over a MessagePort each (session-client.ts says what the port guarantees).
  */
 import type { MessagePort } from 'node:worker_threads';
-import type { Redis } from 'ioredis';
 import type { SessionStore } from '../sessions/store.js';
 import type { RedisContext } from './contract.js';
-import { resubscribeOnReconnect } from './resubscribe.js';
-import type { DirectoryAnswer, FromSessionHost, SessionDirectoryAccess, ToSessionHost } from './session-client.js';
+import { DirectoryUnavailable, RedisSessionDirectory } from './session-directory.js';
+import type { SessionRecord } from './session-directory.js';
+import { validCall } from './session-client.js';
+import type { DirectoryAnswer, FromSessionHost, PortProblem, SessionCall, SessionDirectoryAccess } from './session-client.js';
 
-/** One session as the directory keeps it. */
-export interface SessionRecord {
-  readonly id: string;
-  /** `principalDigest(principal id)`: '' anonymous. */
-  readonly principal: string;
-  readonly capabilities: number;
-  /** Index into the MCP log levels, -1 until logging/setLevel. */
-  readonly logLevel: number;
-  readonly created: number;
-}
+export { DirectoryUnavailable, RedisSessionDirectory, kAckTimeoutMs } from './session-directory.js';
+export type { DirectoryEvents, SessionRecord } from './session-directory.js';
 
-/** Longest wait for one Redis command: past it the caller answers 503 rather than hang. */
-const kCommandTimeoutMs = 2_000;
 const kDefaultRevalidateMs = 5_000;
-/** Longest wait of a DELETE for the other nodes' acknowledgements of its invalidation. */
-export const kAckTimeoutMs = 1_000;
 
-/** Redis could not be asked (not connected, or no answer in time). */
-export class DirectoryUnavailable extends Error {}
-
-/** Only changes if the session still exists (no HSET may recreate a deleted one), then tells the other nodes. */
-const kSetLevelScript = `if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-redis.call('HSET', KEYS[1], 'l', ARGV[1])
-redis.call('PUBLISH', ARGV[2], ARGV[3])
-return 1`;
-
-export interface DirectoryEvents {
-  /** Another node ended or changed session `id`: drop the local copy. */
-  invalidated(id: string): void;
-  /** The invalidation subscriber went down (false) or came back (true) after being down. */
-  subscriber(up: boolean): void;
-}
-
-/** The directory in Redis, with its invalidation subscriber. */
-export class RedisSessionDirectory {
-  readonly #redis: Redis;
-  readonly #prefix: string;
-  readonly #nodeId: string;
-  readonly #channel: string;
-  readonly #ttlMs: number;
-  readonly #subscriber: Redis;
-  readonly #ackChannel: string;
-  /** DELETEs of this node waiting for acknowledgements, by session id: each counts the acks it got. */
-  readonly #waiting = new Map<string, Set<{ acks: number; check(): void }>>();
-  #subscriberUp = false;
-  #everUp = false;
-  #closing = false;
-
-  /** `ttlMs`: a session's Redis expiry after its last use (idle timeout + touch period). */
-  constructor(ctx: RedisContext, ttlMs: number, events: DirectoryEvents) {
-    this.#redis = ctx.redis;
-    this.#prefix = ctx.keyPrefix;
-    this.#nodeId = ctx.nodeId;
-    this.#channel = `${ctx.keyPrefix}sessions`;
-    this.#ttlMs = ttlMs;
-    // A subscriber queues its SUBSCRIBE until connected (the command connection may refuse offline commands).
-    const sub = this.#subscriber = ctx.redis.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null, autoResubscribe: false });
-    this.#ackChannel = `${ctx.keyPrefix}sessions-ack`;
-    resubscribeOnReconnect(sub, () => [this.#channel, this.#ackChannel]);
-    sub.on('message', (channel: string, message: string) => {
-      const space = message.indexOf(' ');
-      if (space <= 0) return;
-      const node = message.slice(0, space);
-      const id = message.slice(space + 1);
-      if (channel === this.#ackChannel) {
-        if (node !== this.#nodeId) return;
-        for (const waiter of this.#waiting.get(id) ?? []) {
-          waiter.acks++;
-          waiter.check();
-        }
-        return;
-      }
-      // Our own changes are already in our table.
-      if (channel !== this.#channel || node === this.#nodeId) return;
-      events.invalidated(id);
-      // Dropped (synchronously): the deleting node may answer its client now.
-      ctx.redis.publish(this.#ackChannel, `${node} ${id}`).catch(() => {});
-    });
-    sub.on('ready', () => {
-      this.#subscriberUp = true;
-      if (this.#everUp) events.subscriber(true);
-      this.#everUp = true;
-    });
-    sub.on('close', () => {
-      // Closed by close() (shutdown): not a lost Redis, nothing to warn about.
-      if (!this.#subscriberUp || this.#closing) return;
-      this.#subscriberUp = false;
-      events.subscriber(false);
-    });
-    // Connection errors are state changes, reported through `subscriber`; ioredis reconnects.
-    sub.on('error', () => {});
-    sub.subscribe(this.#channel, this.#ackChannel).catch(() => {
-      // Not connected yet: subscribed again when it reconnects (resubscribeOnReconnect).
-    });
-  }
-
-  /** Whether invalidations are arriving now. */
-  get subscriberUp(): boolean {
-    return this.#subscriberUp;
-  }
-
-  key(id: string): string {
-    return `${this.#prefix}session:${id}`;
-  }
-
-  /** Records a new session; resolves once Redis has it (before the initialize response goes out). */
-  async create(record: SessionRecord): Promise<void> {
-    const key = this.key(record.id);
-    await this.#run(() => this.#redis.multi()
-      .hset(key, { p: record.principal, c: record.capabilities, l: record.logLevel, t: record.created })
-      .pexpire(key, this.#ttlMs)
-      .exec().then(checkExec));
-  }
-
-  /** The session, or undefined; a find is a use (the expiry moves to now + ttl unless it is later already). */
-  async find(id: string): Promise<SessionRecord | undefined> {
-    const key = this.key(id);
-    const replies = await this.#run(() => this.#redis.multi()
-      .hgetall(key)
-      .call('PEXPIREAT', key, String(Date.now() + this.#ttlMs), 'GT')
-      .exec().then(checkExec));
-    return parseRecord(id, replies[0]);
-  }
-
-  /** logging/setLevel: false when the session no longer exists. */
-  async setLogLevel(id: string, level: number): Promise<boolean> {
-    const reply = await this.#run(() => this.#redis.eval(kSetLevelScript, 1, this.key(id), String(level), this.#channel, `${this.#nodeId} ${id}`));
-    return reply === 1;
-  }
-
-  /**
-   * Refreshes the expiry of sessions this node served: to their last use here + ttl (never
-   * shortening another node's later one). Returns the ids no longer in Redis (deleted or expired).
-   */
-  async touch(sessions: ReadonlyArray<{ readonly id: string; readonly seen: number }>): Promise<string[]> {
-    const replies = await this.#run(() => {
-      const pipe = this.#redis.pipeline();
-      for (const { id, seen } of sessions) pipe.call('PEXPIREAT', this.key(id), String(seen + this.#ttlMs), 'GT').exists(this.key(id));
-      return pipe.exec().then(checkExec);
-    });
-    return sessions.filter((_, i) => replies[i * 2 + 1] === 0).map((s) => s.id);
-  }
-
-  /** The ids of `ids` no longer in Redis. */
-  async missing(ids: readonly string[]): Promise<string[]> {
-    const replies = await this.#run(() => {
-      const pipe = this.#redis.pipeline();
-      for (const id of ids) pipe.exists(this.key(id));
-      return pipe.exec().then(checkExec);
-    });
-    return ids.filter((_, i) => replies[i] === 0);
-  }
-
-  /**
-   * Ends a session everywhere: DEL, and the invalidation every other node drops its copy on;
-   * resolves once each node that received it has acknowledged (or after kAckTimeoutMs).
-   */
-  async delete(id: string): Promise<boolean> {
-    let expected = Number.POSITIVE_INFINITY;
-    let done!: () => void;
-    const acked = new Promise<void>((resolve) => { done = resolve; });
-    const waiter = { acks: 0, check: () => { if (waiter.acks >= expected) done(); } };
-    let set = this.#waiting.get(id);
-    if (set === undefined) this.#waiting.set(id, set = new Set());
-    set.add(waiter);
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    try {
-      const replies = await this.#run(() => this.#redis.multi().del(this.key(id)).publish(this.#channel, `${this.#nodeId} ${id}`).exec().then(checkExec));
-      // PUBLISH counts the subscribers it reached, this node's own among them when it is up (acks
-      // come back through that one: without it there is nothing to wait for).
-      if (this.#subscriberUp) {
-        expected = Number(replies[1]) - 1;
-        waiter.check();
-        await Promise.race([acked, new Promise<void>((resolve) => { timer = setTimeout(resolve, kAckTimeoutMs); })]);
-      }
-      return replies[0] === 1;
-    } finally {
-      clearTimeout(timer);
-      set.delete(waiter);
-      if (set.size === 0 && this.#waiting.get(id) === set) this.#waiting.delete(id);
-    }
-  }
-
-  /** Closes the subscriber (the command connection is the link's). */
-  async close(): Promise<void> {
-    this.#closing = true;
-    try {
-      await this.#subscriber.quit();
-    } catch {
-      this.#subscriber.disconnect();
-    }
-  }
-
-  /** One Redis call, refused at once when not connected and bounded in time (ioredis would queue it). */
-  async #run<T>(call: () => Promise<T>): Promise<T> {
-    if (this.#redis.status !== 'ready') throw new DirectoryUnavailable(`redis is ${this.#redis.status}`);
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const pending = call();
-    // When the timeout wins, the command may still fail later ("Connection is closed" once the
-    // link drops): that outcome is already answered, and must not surface as an unhandled rejection.
-    pending.catch(() => {});
-    try {
-      return await Promise.race([
-        pending,
-        new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new DirectoryUnavailable('redis did not answer in time')), kCommandTimeoutMs); }),
-      ]);
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-}
-
-function checkExec(results: Array<[Error | null, unknown]> | null): unknown[] {
-  if (results === null) throw new DirectoryUnavailable('transaction aborted');
-  return results.map(([error, value]) => {
-    if (error !== null) throw error;
-    return value;
-  });
-}
-
-function parseRecord(id: string, raw: unknown): SessionRecord | undefined {
-  if (raw === null || typeof raw !== 'object') return undefined;
-  const h = raw as Record<string, string | undefined>;
-  if (h.p === undefined || h.c === undefined) return undefined; // {}: no such key
-  return { id, principal: h.p, capabilities: Number(h.c) | 0, logLevel: Number(h.l ?? -1) | 0, created: Number(h.t ?? 0) };
-}
+/** Answers the host posted, by message number, kept so an undeliverable one can still fail its call. */
+const kRecentAnswers = 1_024;
 
 /** Where the host's log lines go (the server's log sink; its own type, to stay below src/server/). */
 export type SessionLog = (level: 'info' | 'warn' | 'error', message: string) => void;
@@ -269,6 +42,11 @@ export interface SessionDirectoryHostOptions {
   readonly log: SessionLog;
   /** How often cached sessions are checked against Redis while invalidations may be missed. Default 5 s. */
   readonly revalidateMs?: number | undefined;
+  /**
+   * A message on a worker's port that could not be read, or a malformed call (each answered with
+   * an error). The supervisor counts these as `sluice_port_problems_total`. Default: a warn line.
+   */
+  readonly onProblem?: PortProblem | undefined;
 }
 
 /**
@@ -280,6 +58,7 @@ export class SessionDirectoryHost implements SessionDirectoryAccess {
   readonly directory: RedisSessionDirectory;
   readonly #store: SessionStore;
   readonly #log: SessionLog;
+  readonly #onProblem: PortProblem;
   readonly #revalidateMs: number;
   /** Sessions in this node's table that the directory knows: id → the last use pushed to Redis. */
   readonly #cached = new Map<string, number>();
@@ -298,6 +77,7 @@ export class SessionDirectoryHost implements SessionDirectoryAccess {
   constructor(ctx: RedisContext, options: SessionDirectoryHostOptions) {
     this.#store = options.store;
     this.#log = options.log;
+    this.#onProblem = options.onProblem ?? ((message) => options.log('warn', message));
     this.#revalidateMs = options.revalidateMs ?? kDefaultRevalidateMs;
     const touchMs = Math.max(1, Math.floor(options.idleMs / 4));
     this.directory = new RedisSessionDirectory(ctx, options.idleMs + touchMs, {
@@ -350,25 +130,40 @@ export class SessionDirectoryHost implements SessionDirectoryAccess {
     return 'ok';
   }
 
-  /** Serves the calls arriving on `port` (one HTTP worker's) until it closes. */
+  /**
+   * Serves the calls arriving on `port` (one HTTP worker's) until it closes. Every call that can be
+   * read is answered, a malformed one with `unavailable`; one that cannot be read ('messageerror')
+   * is named back to the worker by its position in the port's order, and that call fails there.
+   */
   attach(port: MessagePort): void {
-    const onMessage = (message: ToSessionHost): void => {
-      if (message === null || typeof message !== 'object' || typeof message.session !== 'string') return;
-      void this.#serve(message).then((answer) => {
-        try {
-          port.postMessage({ id: message.id, answer } satisfies FromSessionHost);
-        } catch {
-          // The worker is gone: nobody is waiting.
-        }
-      });
+    const link: PortLink = { port, received: 0, sent: 0, answers: new Map() };
+    const onMessage = (message: unknown): void => {
+      link.received++;
+      const m = (message !== null && typeof message === 'object' ? message : {}) as Record<string, unknown>;
+      if (m.op === 'undeliverable') return this.#undeliverable(link, m.seq);
+      if (!validCall(message)) {
+        this.#onProblem('sluice: a malformed call to the session directory was refused');
+        if (Number.isSafeInteger(m.id)) post(link, { type: 'answer', id: m.id as number, answer: 'unavailable' });
+        return;
+      }
+      void this.#serve(message).then((answer) => post(link, { type: 'answer', id: message.id, answer }, true));
+    };
+    const onMessageError = (error: Error): void => {
+      const seq = ++link.received;
+      this.#onProblem(`sluice: a message to the session directory could not be read (${error.message}); its call fails`);
+      post(link, { type: 'undeliverable', seq });
     };
     const detach = (): void => {
+      if (this.#ports.get(port) !== detach) return;
       this.#ports.delete(port);
       port.off('message', onMessage);
+      port.off('messageerror', onMessageError);
       port.off('close', detach);
+      link.answers.clear();
     };
     this.#ports.set(port, detach);
     port.on('message', onMessage);
+    port.on('messageerror', onMessageError);
     port.on('close', detach);
     port.unref(); // the workers keep the supervisor alive, not these ports
   }
@@ -389,14 +184,27 @@ export class SessionDirectoryHost implements SessionDirectoryAccess {
     return this.#cached.size;
   }
 
-  #serve(message: ToSessionHost): Promise<DirectoryAnswer> {
-    switch (message.op) {
-      case 'register': return this.register(message.session, String(message.principal), Number(message.capabilities) | 0);
-      case 'adopt': return this.adopt(message.session, String(message.principal));
-      case 'setLogLevel': return this.setLogLevel(message.session, Number(message.level) | 0);
-      case 'end': return this.end(message.session);
-      default: return Promise.resolve('unavailable');
+  /** One call from a port; never rejects (a failure is `unavailable`, logged), so every call is answered. */
+  async #serve(call: SessionCall): Promise<DirectoryAnswer> {
+    try {
+      switch (call.op) {
+        case 'register': return await this.register(call.session, call.principal, call.capabilities);
+        case 'adopt': return await this.adopt(call.session, call.principal);
+        case 'setLogLevel': return await this.setLogLevel(call.session, call.level);
+        case 'end': return await this.end(call.session);
+      }
+    } catch (error) {
+      return this.#unavailable(call.op, error);
     }
+  }
+
+  /** The worker could not read the host's message `seq`: if it was an answer, its call gets `unavailable` instead. */
+  #undeliverable(link: PortLink, seq: unknown): void {
+    this.#onProblem('sluice: a session directory answer could not be read by its worker; the call answers unavailable');
+    const id = typeof seq === 'number' ? link.answers.get(seq) : undefined;
+    if (id === undefined) return;
+    link.answers.delete(seq as number);
+    post(link, { type: 'answer', id, answer: 'unavailable' });
   }
 
   async #adopt(session: string, principal: string): Promise<DirectoryAnswer> {
@@ -484,5 +292,28 @@ export class SessionDirectoryHost implements SessionDirectoryAccess {
   #unavailable(what: string, error: unknown): 'unavailable' {
     if (!(error instanceof DirectoryUnavailable)) this.#log('error', `sluice: cluster sessions: ${what} failed: ${error instanceof Error ? error.message : String(error)}`);
     return 'unavailable';
+  }
+}
+
+/** The host's side of one worker's port: message counts both ways and the answers recently posted. */
+interface PortLink {
+  readonly port: MessagePort;
+  received: number;
+  sent: number;
+  /** Message number → call id, for the last kRecentAnswers answers. */
+  readonly answers: Map<number, number>;
+}
+
+/** Posts to the worker, counting the message; `answer`: remember it, to fail its call if the worker cannot read it. */
+function post(link: PortLink, message: FromSessionHost, answer = false): void {
+  try {
+    link.port.postMessage(message);
+  } catch {
+    return; // the worker is gone: nobody is waiting
+  }
+  const seq = ++link.sent;
+  if (answer && message.type === 'answer') {
+    link.answers.set(seq, message.id);
+    if (link.answers.size > kRecentAnswers) link.answers.delete(link.answers.keys().next().value!);
   }
 }
