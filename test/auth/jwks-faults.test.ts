@@ -174,6 +174,23 @@ describe.each(adapters('JWKS faults'))('JWKS faults [%s]', (http) => {
     expect(as.fetches).toBe(2);
   });
 
+  it('4: a key set past its max age keeps serving while its refresh fails, refetched at most once per cooldown', async () => {
+    as = await hostileIssuer();
+    as.behave = serveKeys([rsa.jwk]);
+    const url = await start({ jwksMaxAgeMs: 1000, jwksCooldownMs: 60_000 });
+    let minted = 0;
+    const bearer = () => mint(rsa, as.issuer, { iat: Math.floor(Date.now() / 1000) - ++minted });
+    expect((await call(url, await bearer())).status).toBe(200);
+    expect(as.fetches).toBe(1);
+    as.behave = (_q, r) => { r.writeHead(500).end('down'); };
+    await new Promise((r) => setTimeout(r, 1100));
+    // Fresh tokens each time (the verified-token cache would answer a repeated one without keys).
+    const replies = [];
+    for (let i = 0; i < 5; i++) replies.push(await call(url, await bearer()));
+    expect(replies.map((r) => r.status)).toEqual(Array(5).fill(200));
+    expect(as.fetches).toBe(2);
+  });
+
   for (const chunked of [true, false]) {
     it(`5: a ${chunked ? 'chunked' : 'length-framed'} 256 MiB JWKS is not read past 1 MiB (503, the stream cut)`, async () => {
       as = await hostileIssuer();
