@@ -1,9 +1,10 @@
 /** The Sluice MCP client: `import { Client, CancelledError } from 'sluice/client'`. */
 export { Client, RpcError } from './client.js';
+export type { ClientOptions } from './client.js';
 export type {
-  ClientOptions, RequestOptions, ResultFields, ObjectSchema, ToolInfo, ListToolsResult, CallToolResult, ResourceInfo, ListResourcesResult,
+  RequestOptions, ResultFields, ObjectSchema, ToolInfo, ListToolsResult, CallToolResult, ResourceInfo, ListResourcesResult,
   ResourceTemplateInfo, ListResourceTemplatesResult, ReadResourceResult, PromptInfo, ListPromptsResult, GetPromptResult, CompleteResult,
-} from './client.js';
+} from './types.js';
 export type { TaskCallOptions, TaskHandle, TaskInfo, TaskStatus, InputRequest, InputResponses, ListTasksResult } from './tasks.js';
 export { StdioClientTransport } from './stdio.js';
 export type { StdioTransportOptions } from './stdio.js';

@@ -6,7 +6,7 @@
  */
 import { CancelledError, SluiceError } from '../errors.js';
 import { ProtocolError } from '../protocol/wire.js';
-import type { CallToolResult, RequestOptions, ResultFields } from './client.js';
+import type { CallToolResult, RequestOptions, ResultFields } from './types.js';
 import type { JsonRpcMessage } from './transport.js';
 
 /** The extension id a 2026-07-28 client opts in with, per request. */
