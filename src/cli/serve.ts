@@ -39,6 +39,7 @@ export interface ServeFlags {
   'auth-audience'?: string | undefined;
   'auth-jwks'?: string | undefined;
   'auth-scope'?: string[] | undefined;
+  'auth-token-types'?: string | undefined;
 }
 
 /** `--metrics-port P [--metrics-host H]`: /metrics on a listener of its own (implies --metrics). */
@@ -98,20 +99,23 @@ export function serveOptions(values: ServeFlags, env: NodeJS.ProcessEnv = proces
 function authOptions(values: ServeFlags): AuthOptions | undefined {
   const issuers = values['auth-issuer'] ?? [];
   const audience = values['auth-audience'];
-  const given = issuers.length > 0 || audience !== undefined || values['auth-jwks'] !== undefined || (values['auth-scope'] ?? []).length > 0;
+  const tokenTypes = values['auth-token-types']?.split(',').map((t) => t.trim());
+  const given = issuers.length > 0 || audience !== undefined || values['auth-jwks'] !== undefined || (values['auth-scope'] ?? []).length > 0 || tokenTypes !== undefined;
   if (!given) return undefined;
-  if (issuers.length === 0 || audience === undefined) throw new UsageError('OAuth needs both --auth-issuer <url> and --auth-audience <uri> (--auth-jwks and --auth-scope only add to them)');
+  if (issuers.length === 0 || audience === undefined) throw new UsageError('OAuth needs both --auth-issuer <url> and --auth-audience <uri> (--auth-jwks, --auth-scope and --auth-token-types only add to them)');
   if (values.stdio !== undefined && values.stdio !== false) throw new UsageError('--auth-* flags are for HTTP: a stdio server takes its credentials from the environment');
   const auth: AuthOptions = {
     audience,
     issuers,
     ...(values['auth-jwks'] === undefined ? {} : { jwks: values['auth-jwks'] }),
     ...(values['auth-scope'] === undefined ? {} : { scopes: values['auth-scope'] }),
+    // Any strings: resolveAuth, just below, refuses the ones that are not token types.
+    ...(tokenTypes === undefined ? {} : { tokenTypes: tokenTypes as NonNullable<AuthOptions['tokenTypes']> }),
   };
   try {
     resolveAuth(auth);
   } catch (error) {
-    if (error instanceof SluiceError) throw new UsageError(error.message.replace(/^auth\.(issuers\[\d+\]|audience|jwks|scopes)/, (m) => flagOf(m)));
+    if (error instanceof SluiceError) throw new UsageError(error.message.replace(/^auth\.(issuers\[\d+\]|audience|jwks|scopes|tokenTypes)/, (m) => flagOf(m)));
     throw error;
   }
   return auth;
@@ -121,6 +125,7 @@ function flagOf(option: string): string {
   if (option.startsWith('auth.issuers')) return '--auth-issuer';
   if (option === 'auth.audience') return '--auth-audience';
   if (option === 'auth.jwks') return '--auth-jwks';
+  if (option === 'auth.tokenTypes') return '--auth-token-types';
   return '--auth-scope';
 }
 
