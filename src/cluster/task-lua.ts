@@ -3,6 +3,12 @@
  * runs it alone: two nodes racing on one task (a cancel on C while the runner on A writes its
  * result) end in one state, and a terminal status stays final.
  *
+ * The transitions themselves are src/tasks/transitions.ts's. Update, respond and cancel are
+ * computed there and written by the commit script (if the task is still at the version read);
+ * what must be decided inside Redis mirrors those functions: create's bounds (createRefusal), the
+ * byte bounds (byteRefusal, with the messages given by the store), the store failing a task
+ * (failedDraft) and expiry. test/tasks/table-model.ts checks the scripts against them.
+ *
  * Every script starts with the prelude, whose ARGV[1..3] are the key prefix, the store's clock
  * (epoch ms) and KEEP (how long, in ms, the shared indexes outlive their last write); a script's
  * own arguments start at ARGV[4]. Keys are built from the prefix inside the scripts (one Redis or
@@ -26,6 +32,13 @@
  * msgpack over JSON, measured on a typical completed task (560 bytes as JSON): 470 bytes, decode
  * 1.84 µs vs 2.07 µs (msgpackr vs JSON.parse), and the Lua side 16 µs vs 21 µs per script.
  */
+import { kExpiredReason, kInternalError } from '../tasks/transitions.js';
+
+/** A Lua string literal of printable ASCII text (JSON's escapes for it are Lua's too). */
+function lua(text: string): string {
+  if (!/^[ -~]*$/.test(text)) throw new Error(`not printable ASCII: ${text}`);
+  return JSON.stringify(text);
+}
 
 const kPrelude = `
 local P = ARGV[1]
@@ -69,12 +82,12 @@ local function unrun(id, k)
   local node = redis.call('HGET', k, 'node')
   if node then redis.call('SREM', P .. 'running:' .. node, id) end
 end
--- The store ends the task: failed with an internal error, every payload dropped (0 bytes counted,
--- as in MemoryTaskStore: the error is small and one per task).
+-- The store ends the task (failedDraft): failed with an internal error, every payload dropped and
+-- 0 bytes counted (the error is small and one per task).
 local function fail(id, reason)
   local k = tkey(id)
   redis.call('HDEL', k, 'result', 'reqs', 'resps')
-  redis.call('HSET', k, 'status', 'failed', 'msg', reason, 'error', '{"code":-32603,"message":' .. cjson.encode(reason) .. '}')
+  redis.call('HSET', k, 'status', 'failed', 'msg', reason, 'error', '{"code":${kInternalError},"message":' .. cjson.encode(reason) .. '}')
   setbytes(k, 0)
   bump(k)
   unrun(id, k)
@@ -98,7 +111,7 @@ end
 -- Past its lifetime: an unfinished task fails first (its watchers see why), then it is deleted.
 local function expire(id)
   local status = redis.call('HGET', tkey(id), 'status')
-  if status and not terminal(status) then fail(id, 'task expired') end
+  if status and not terminal(status) then fail(id, ${lua(kExpiredReason)}) end
   remove(id)
 end
 -- The task's key when it is live; an expired one is expired on the way (nil).
@@ -115,6 +128,15 @@ local function live(id)
   end
   return k
 end
+-- Fails the task when it is live and unfinished (a lost runner, a dead node): 1 if it did, else 0.
+local function fail_unfinished(id, reason)
+  local k = live(id)
+  if k and not terminal(redis.call('HGET', k, 'status')) then
+    fail(id, reason)
+    return 1
+  end
+  return 0
+end
 local function sweep_expired(max)
   local ids = redis.call('ZRANGEBYSCORE', P .. 'tasks', '-inf', NOW, 'LIMIT', 0, max)
   for _, id in ipairs(ids) do expire(id) end
@@ -129,39 +151,50 @@ end
 `;
 
 /**
- * ARGV 4 id, 5 owner, 6 node, 7 maxTasks, 8 maxTasksPerOwner, 9 expiresAt, 10 key PX,
- * 11 client ('' for none), 12 maxTasksPerClient, 13 maxStoredBytesPerClient, 14… field/value pairs.
- * The client's own bounds are checked first (counted over every node), then the owner's and the total.
+ * ARGV 4 id, 5 owner, 6 node, 7 maxTasks, 8 maxTasksPerOwner, 9 key PX, 10 client ('' for none),
+ * 11 maxTasksPerClient, 12 maxStoredBytesPerClient, 13… field/value pairs (expiresAt among them).
+ * Refused: {bound, held}, checked in createRefusal's order (the client's own bounds, counted over
+ * every node, then the total and the owner's).
  */
 const kCreate = `
-local id, owner, node, client = ARGV[4], ARGV[5], ARGV[6], ARGV[11]
+local id, owner, node, client = ARGV[4], ARGV[5], ARGV[6], ARGV[10]
 local k = tkey(id)
 if redis.call('EXISTS', P .. 'gone:' .. id) == 1 then return 'gone' end
 if redis.call('EXISTS', k) == 1 then return 'duplicate' end
 local tasks, ok = P .. 'tasks', P .. 'owner:' .. owner
 local ck = client ~= '' and (P .. 'client:' .. client) or nil
-local maxTasks, maxPer, maxClient, maxClientBytes = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[12]), tonumber(ARGV[13])
-local function client_bytes() return tonumber(redis.call('GET', P .. 'cbytes:' .. client) or '0') end
-local function client_full() return ck and (redis.call('ZCARD', ck) >= maxClient or client_bytes() >= maxClientBytes) end
+local maxTasks, maxPer, maxClient, maxClientBytes = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[11]), tonumber(ARGV[12])
+local function refusal()
+  if ck then
+    local n = redis.call('ZCARD', ck)
+    if n >= maxClient then return {'maxTasksPerClient', n} end
+    local b = tonumber(redis.call('GET', P .. 'cbytes:' .. client) or '0')
+    if b >= maxClientBytes then return {'maxStoredBytesPerClient', b} end
+  end
+  local n = redis.call('ZCARD', tasks)
+  if n >= maxTasks then return {'maxTasks', n} end
+  n = redis.call('ZCARD', ok)
+  if n >= maxPer then return {'maxTasksPerOwner', n} end
+  return nil
+end
 -- At a bound, expired tasks not yet swept must not count against the caller.
-if redis.call('ZCARD', tasks) >= maxTasks or redis.call('ZCARD', ok) >= maxPer or client_full() then
+if refusal() then
   sweep_expired(1000)
   prune_owner(ok)
   if ck then prune_owner(ck) end
+  local refused = refusal()
+  if refused then return refused end
 end
-if ck and redis.call('ZCARD', ck) >= maxClient then return {'maxTasksPerClient', redis.call('ZCARD', ck)} end
-if ck and client_bytes() >= maxClientBytes then return {'maxStoredBytesPerClient', client_bytes()} end
-if redis.call('ZCARD', tasks) >= maxTasks then return 'maxTasks' end
-if redis.call('ZCARD', ok) >= maxPer then return 'maxTasksPerOwner' end
 local seq = redis.call('INCR', P .. 'seq')
-redis.call('HSET', k, 'seq', seq, 'node', node, unpack(ARGV, 14))
+redis.call('HSET', k, 'seq', seq, 'node', node, unpack(ARGV, 13))
+local exp = redis.call('HGET', k, 'expiresAt')
 if ck then
   redis.call('HSET', k, 'client', client)
-  redis.call('ZADD', ck, ARGV[9], id)
+  redis.call('ZADD', ck, exp, id)
   keep(ck)
 end
-redis.call('PEXPIRE', k, ARGV[10])
-redis.call('ZADD', tasks, ARGV[9], id)
+redis.call('PEXPIRE', k, ARGV[9])
+redis.call('ZADD', tasks, exp, id)
 redis.call('ZADD', ok, seq, id)
 redis.call('SADD', P .. 'running:' .. node, id)
 keep(tasks)
@@ -172,29 +205,14 @@ publish(id)
 return redis.call('HGETALL', k)
 `;
 
-/** ARGV 4 id, 5 owner, 6 '1' when a message is given, 7 message. */
-const kCancel = `
-local id = ARGV[4]
-local k = live(id)
-if not k or redis.call('HGET', k, 'owner') ~= ARGV[5] then return false end
-if not terminal(redis.call('HGET', k, 'status')) then
-  redis.call('HDEL', k, 'reqs', 'resps')
-  redis.call('HSET', k, 'status', 'cancelled')
-  if ARGV[6] == '1' then redis.call('HSET', k, 'msg', ARGV[7]) end
-  setbytes(k, redis.call('HSTRLEN', k, 'result') + redis.call('HSTRLEN', k, 'error'))
-  bump(k)
-  unrun(id, k)
-  publish(id)
-end
-return redis.call('HGETALL', k)
-`;
-
 /**
- * A runner's change or a client's answers, computed by the store from the version it read:
- * written only if the task is still at that version ('retry' otherwise), with the byte bounds
- * checked against the client's share, then the shared total. ARGV 4 id, 5 expected version,
- * 6 payload bytes, 7 maxTaskBytes, 8 maxStoredBytes, 9 what ('result' | 'input' | 'data'),
- * 10 maxStoredBytesPerClient, 11 pairs to set (n), 12…11+2n field/value pairs, then fields to delete.
+ * A transition computed by the store (update, respond, cancel) from the version it read: written
+ * only if the task is still at that version ('retry' otherwise), unless its payload passes a
+ * bound (byteRefusal: the task's, then its client's share, then the shared total; a shared one
+ * is asked again after a sweep), when the task fails with that bound's message instead.
+ * ARGV 4 id, 5 expected version, 6 payload bytes, 7 maxTaskBytes, 8 maxStoredBytes,
+ * 9 maxStoredBytesPerClient, 10-12 the three bounds' messages, 13 pairs to set (n),
+ * 14…13+2n field/value pairs, then fields to delete.
  */
 const kCommit = `
 local id = ARGV[4]
@@ -202,33 +220,27 @@ local k = live(id)
 if not k then return false end
 if redis.call('HGET', k, 'version') ~= ARGV[5] then return 'retry' end
 local bytes = tonumber(ARGV[6])
-if bytes > tonumber(ARGV[7]) then
-  fail(id, 'task ' .. ARGV[9] .. ' exceeds ' .. ARGV[7] .. ' bytes')
-  return redis.call('HGETALL', k)
-end
 local old = tonumber(redis.call('HGET', k, 'bytes'))
--- The client's own share first: one client's results fill only its share, never another's.
-local mine = cbytes(k)
-if mine and mine - old + bytes > tonumber(ARGV[10]) then
-  sweep_expired(1000)
-  mine = cbytes(k)
-  if mine - old + bytes > tonumber(ARGV[10]) then
-    fail(id, "this client's task storage is full (maxStoredBytesPerClient " .. ARGV[10] .. ' bytes)')
-    return redis.call('HGETALL', k)
-  end
+local function refusal()
+  if bytes > tonumber(ARGV[7]) then return ARGV[10], false end
+  local mine = cbytes(k)
+  if mine and mine - old + bytes > tonumber(ARGV[9]) then return ARGV[11], true end
+  if tonumber(redis.call('GET', P .. 'bytes') or '0') - old + bytes > tonumber(ARGV[8]) then return ARGV[12], true end
+  return nil, false
 end
-local max = tonumber(ARGV[8])
-if tonumber(redis.call('GET', P .. 'bytes') or '0') - old + bytes > max then
+local why, shared = refusal()
+if shared then
   -- Expired tasks not yet swept must not hold room another task needs.
   sweep_expired(1000)
-  if tonumber(redis.call('GET', P .. 'bytes') or '0') - old + bytes > max then
-    fail(id, 'task store full (' .. ARGV[8] .. ' bytes)')
-    return redis.call('HGETALL', k)
-  end
+  why = refusal()
 end
-local n = tonumber(ARGV[11])
-if n > 0 then redis.call('HSET', k, unpack(ARGV, 12, 11 + 2 * n)) end
-if #ARGV > 11 + 2 * n then redis.call('HDEL', k, unpack(ARGV, 12 + 2 * n)) end
+if why then
+  fail(id, why)
+  return redis.call('HGETALL', k)
+end
+local n = tonumber(ARGV[13])
+if n > 0 then redis.call('HSET', k, unpack(ARGV, 14, 13 + 2 * n)) end
+if #ARGV > 13 + 2 * n then redis.call('HDEL', k, unpack(ARGV, 14 + 2 * n)) end
 setbytes(k, bytes)
 bump(k)
 if terminal(redis.call('HGET', k, 'status')) then unrun(id, k) end
@@ -251,11 +263,7 @@ for _, id in ipairs(redis.call('SMEMBERS', running)) do
   if not runner then
     redis.call('SREM', running, id)
   elseif runner == ARGV[4] then
-    local k = live(id)
-    if k and not terminal(redis.call('HGET', k, 'status')) then
-      fail(id, ARGV[6])
-      n = n + 1
-    end
+    n = n + fail_unfinished(id, ARGV[6])
   end
 end
 return n
@@ -273,13 +281,7 @@ if ARGV[5] ~= '1' then return {expired, failed} end
 for _, node in ipairs(redis.call('SMEMBERS', P .. 'nodes')) do
   if redis.call('EXISTS', P .. 'node:' .. node) == 0 then
     local running = P .. 'running:' .. node
-    for _, id in ipairs(redis.call('SMEMBERS', running)) do
-      local k = live(id)
-      if k and not terminal(redis.call('HGET', k, 'status')) then
-        fail(id, ARGV[4])
-        failed = failed + 1
-      end
-    end
+    for _, id in ipairs(redis.call('SMEMBERS', running)) do failed = failed + fail_unfinished(id, ARGV[4]) end
     redis.call('DEL', running)
     redis.call('SREM', P .. 'nodes', node)
   end
@@ -330,7 +332,6 @@ return out
 
 export const kScripts = {
   create: kPrelude + kCreate,
-  cancel: kPrelude + kCancel,
   commit: kPrelude + kCommit,
   expire: kPrelude + kExpire,
   runnerLost: kPrelude + kRunnerLost,

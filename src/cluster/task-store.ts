@@ -10,14 +10,24 @@
  * Only `import type` of ioredis here: the node's connection is given in the RedisContext, so this
  * module loads no Redis code of its own.
  */
-import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { SluiceError } from '../errors.js';
+import { integer } from '../validate.js';
+import { encodeCursor, pageSize, parseCursor, verifyCursor } from '../tasks/cursor.js';
+import type { ParsedCursor } from '../tasks/cursor.js';
 import { resolveTaskLimits } from '../tasks/limits.js';
+import { changeFields, createFields, decodeRow, hashOf } from '../tasks/record-hash.js';
+import type { Row } from '../tasks/record-hash.js';
 import type { TaskLimits, TaskStore } from '../tasks/store.js';
-import { isTerminal } from '../tasks/task.js';
+import type { NewTask, TaskChange, TaskPage, TaskRecord } from '../tasks/task.js';
+import {
+  applyCancel, applyRespond, applyUpdate, byteMessages, checkChange, checkNewTask, clientOf, newRecord, payloadBytes, refusalError,
+} from '../tasks/transitions.js';
+import type { CreateRefusal, Transition } from '../tasks/transitions.js';
+import { tellAll } from '../tasks/watchers.js';
+import type { TaskListener } from '../tasks/watchers.js';
 import { resubscribeOnReconnect } from './resubscribe.js';
-import type { NewTask, TaskChange, TaskDialect, TaskInputRequest, TaskPage, TaskRecord, TaskStatus } from '../tasks/task.js';
 import type { RedisContext } from './contract.js';
 import { kScripts } from './task-lua.js';
 import type { ScriptName } from './task-lua.js';
@@ -46,19 +56,8 @@ export const kNodeStoppedReason = 'the node running this task stopped';
  */
 const kGraceMs = 60_000;
 
-type Draft = { -readonly [K in keyof TaskRecord]: TaskRecord[K] };
-type Listener = (task: TaskRecord | undefined) => void;
-
-/** A task as read from its hash: the record and what the store keeps beside it. */
-interface Row {
-  readonly record: TaskRecord;
-  /** Every input request key the task ever had (keys are never reused within a task). */
-  readonly seen: readonly string[];
-  readonly expiresAt: number;
-}
-
 interface Watch {
-  readonly listeners: Set<Listener>;
+  readonly listeners: Set<TaskListener>;
   /** The newest version told, so a change seen both locally and over pub/sub is told once. */
   version: number;
 }
@@ -71,8 +70,6 @@ interface Script {
 const kScriptTable: Readonly<Record<ScriptName, Script>> = Object.fromEntries(
   Object.entries(kScripts).map(([name, source]) => [name, { source, sha: createHash('sha1').update(source).digest('hex') }]),
 ) as Record<ScriptName, Script>;
-
-const kStatuses: ReadonlySet<string> = new Set<TaskStatus>(['working', 'input_required', 'completed', 'failed', 'cancelled']);
 
 /** Failed creates remembered for their tombstone at once (each a task id and a number). */
 const kMaxAbandoned = 10_000;
@@ -121,8 +118,9 @@ export class RedisTaskStore implements TaskStore {
     this.#nodeId = ctx.nodeId;
     if (typeof this.#nodeId !== 'string' || this.#nodeId === '') throw new SluiceError('invalid_option', 'the cluster nodeId must be a non-empty string');
     this.#now = options.now ?? Date.now;
-    this.#heartbeatMs = positive('heartbeatMs', options.heartbeatMs, 2000);
-    this.#timeoutMs = positive('commandTimeoutMs', options.commandTimeoutMs, 2000);
+    // setTimeout-sized, as the task limits' lifetimes are.
+    this.#heartbeatMs = integer('heartbeatMs', options.heartbeatMs, 2000, 1, 2 ** 31 - 1);
+    this.#timeoutMs = integer('commandTimeoutMs', options.commandTimeoutMs, 2000, 1, 2 ** 31 - 1);
     this.#keepMs = this.limits.maxTtlMs + Math.max(kGraceMs, 6 * this.#heartbeatMs);
     this.#timer = setInterval(() => { void this.#tick(); }, this.#heartbeatMs);
     // The heartbeat alone must not keep a process alive.
@@ -133,48 +131,31 @@ export class RedisTaskStore implements TaskStore {
   async create(task: NewTask): Promise<TaskRecord> {
     this.#checkOpen();
     checkNewTask(task);
-    const now = this.#now();
-    const requested = task.ttlMs;
-    // Only a positive lifetime is a request; anything else gets the default.
-    const asked = typeof requested === 'number' && Number.isFinite(requested) && requested >= 1 ? Math.floor(requested) : this.limits.defaultTtlMs;
-    const ttlMs = Math.min(asked, this.limits.maxTtlMs);
-    const fields: (string | number)[] = [
-      'id', task.taskId, 'owner', task.owner, 'dialect', task.dialect, 'tool', task.toolName, 'runner', task.runner,
-      'status', 'working', 'createdAt', now, 'updatedAt', now, 'ttl', ttlMs, 'poll', this.limits.pollIntervalMs,
-      'version', 1, 'expiresAt', now + ttlMs, 'bytes', 0,
-    ];
-    if (task.progressToken !== undefined) fields.push('ptoken', JSON.stringify(task.progressToken));
+    const record = newRecord(task, this.limits, this.#now());
     const { maxTasks, maxTasksPerOwner, maxTasksPerClient, maxStoredBytesPerClient } = this.limits;
-    const client = typeof task.client === 'string' ? task.client : '';
+    const keyMs = record.ttlMs + kGraceMs;
     let reply: unknown;
     try {
+      // The bounds are createRefusal's, checked inside the script (counted over every node).
       reply = await this.#run('create', [
-        task.taskId, task.owner, this.#nodeOf(task.runner), maxTasks, maxTasksPerOwner, now + ttlMs, ttlMs + kGraceMs,
-        client, maxTasksPerClient, maxStoredBytesPerClient, ...fields,
+        task.taskId, task.owner, this.#nodeOf(task.runner), maxTasks, maxTasksPerOwner, keyMs,
+        clientOf(task) ?? '', maxTasksPerClient, maxStoredBytesPerClient, ...createFields(record),
       ]);
     } catch (error) {
       // The script may still run (a stalled Redis answers late; ioredis resends once after a
       // reconnect): the caller runs nothing, so the task must not appear. Unbounded ids are not
       // kept: past kMaxAbandoned the oldest is dropped (its late create, if any, expires with its TTL).
-      this.#abandoned.set(task.taskId, ttlMs + kGraceMs);
+      this.#abandoned.set(task.taskId, keyMs);
       if (this.#abandoned.size > kMaxAbandoned) this.#abandoned.delete(this.#abandoned.keys().next().value!);
       void this.#forgetAbandoned();
       throw error;
     }
-    // The client's own bounds, counted over every node (a task of the client on any node counts).
-    if (Array.isArray(reply) && reply[0] === 'maxTasksPerClient') {
-      throw new SluiceError('task_quota_reached', `this client keeps ${String(reply[1])} tasks, its limit (maxTasksPerClient ${maxTasksPerClient}); they go when they expire`);
-    }
-    if (Array.isArray(reply) && reply[0] === 'maxStoredBytesPerClient') {
-      throw new SluiceError('task_quota_reached', `this client's tasks hold ${String(reply[1])} bytes, its limit (maxStoredBytesPerClient ${maxStoredBytesPerClient})`);
+    if (Array.isArray(reply) && reply.length === 2) {
+      throw refusalError({ bound: String(reply[0]) as CreateRefusal['bound'], held: Number(reply[1]) }, this.limits);
     }
     if (reply === 'gone') throw new SluiceError('cluster_unavailable', `task ${task.taskId} was abandoned after a failed create`);
     if (reply === 'duplicate') throw new Error(`task id ${task.taskId} is already in use (ids must be unique random values)`);
-    if (reply === 'maxTasks') throw new SluiceError('task_limit_reached', `the server keeps at most ${maxTasks} tasks (maxTasks) and holds that many`);
-    if (reply === 'maxTasksPerOwner') {
-      throw new SluiceError('task_limit_reached', `a client may keep at most ${maxTasksPerOwner} tasks (maxTasksPerOwner) and this one has that many`);
-    }
-    return this.#told(decodeRow(hash(reply))!.record);
+    return this.#told(decodeRow(hashOf(reply))!.record);
   }
 
   async get(taskId: string, owner: string): Promise<TaskRecord | undefined> {
@@ -184,97 +165,31 @@ export class RedisTaskStore implements TaskStore {
 
   async list(owner: string, cursor: string | undefined, limit: number): Promise<TaskPage> {
     this.#checkOpen();
-    let position = '';
-    let mac: Buffer | undefined;
-    if (cursor !== undefined) {
-      const match = typeof cursor === 'string' ? /^([0-9a-z]{1,11})\.([A-Za-z0-9_-]{16})$/.exec(cursor) : null;
-      if (match === null) throw invalidCursor();
-      position = String(parseInt(match[1], 36));
-      mac = Buffer.from(match[2], 'base64url');
-    }
-    const count = Number.isInteger(limit) && limit > 0 ? limit : 1;
+    const parsed: ParsedCursor | undefined = cursor === undefined ? undefined : parseCursor(cursor);
     const candidate = (this.#cursorKey ?? randomBytes(32)).toString('base64');
-    const reply = await this.#run('list', [owner, position, Math.min(count, 10_000), candidate]);
+    const position = parsed === undefined ? '' : String(parsed.position);
+    const reply = await this.#run('list', [owner, position, Math.min(pageSize(limit), 10_000), candidate]);
     if (!Array.isArray(reply) || reply.length < 2) throw unavailable(new Error('unexpected reply to the list script'));
     // The key comes with the page (one round trip); a cursor that does not verify voids the page.
     const key = Buffer.from(String(reply[0]), 'base64');
     this.#cursorKey = key;
-    if (mac !== undefined) {
-      const expected = this.#mac(key, owner, parseInt(position, 10).toString(36));
-      if (mac.length !== 12 || !timingSafeEqual(mac, expected)) throw invalidCursor();
-    }
-    const tasks = (reply.slice(2) as unknown[]).map((flat) => decodeRow(hash(flat))?.record).filter((r): r is TaskRecord => r !== undefined);
+    if (parsed !== undefined) verifyCursor(key, owner, parsed);
+    const tasks = (reply.slice(2) as unknown[]).map((flat) => decodeRow(hashOf(flat))?.record).filter((r): r is TaskRecord => r !== undefined);
     const next = String(reply[1]);
-    if (next === '') return { tasks };
-    const at = Number(next).toString(36);
-    return { tasks, nextCursor: `${at}.${this.#mac(key, owner, at).toString('base64url')}` };
+    return next === '' ? { tasks } : { tasks, nextCursor: encodeCursor(key, owner, Number(next)) };
   }
 
   async update(taskId: string, change: TaskChange): Promise<TaskRecord | undefined> {
-    if (change.status !== undefined && !kStatuses.has(change.status)) throw new TypeError(`not a task status: ${String(change.status)}`);
-    return this.#change(taskId, undefined, (row) => {
-      const current = row.record;
-      if (isTerminal(current.status)) return undefined;
-      const next: Draft = { ...current };
-      const seen = [...row.seen];
-      if (change.statusMessage !== undefined) next.statusMessage = String(change.statusMessage);
-      if (change.resultJson !== undefined) next.resultJson = String(change.resultJson);
-      if (change.error !== undefined) next.error = structuredClone(change.error);
-      if (change.progress !== undefined) next.progress = structuredClone(change.progress);
-      let added = false;
-      if (change.addInputRequests !== undefined) {
-        const requests: Record<string, TaskInputRequest> = { ...current.inputRequests };
-        for (const [key, request] of Object.entries(change.addInputRequests)) {
-          // A key once used stays used: an answer can never be taken for a later request.
-          if (seen.includes(key)) continue;
-          seen.push(key);
-          requests[key] = structuredClone(request);
-          added = true;
-        }
-        if (added) next.inputRequests = requests;
-      }
-      if (change.consumedResponses !== undefined && current.inputResponses !== undefined) {
-        const responses: Record<string, unknown> = { ...current.inputResponses };
-        for (const key of change.consumedResponses) delete responses[key];
-        next.inputResponses = Object.keys(responses).length === 0 ? undefined : responses;
-      }
-      if (change.status !== undefined) next.status = change.status;
-      if (isTerminal(next.status)) {
-        // Nothing can answer a finished task, nor pick an answer up: let their bytes go.
-        next.inputRequests = undefined;
-        next.inputResponses = undefined;
-      } else if (added) {
-        next.status = 'input_required';
-      }
-      return { next, seen, what: change.resultJson !== undefined ? 'result' : 'data' };
-    });
+    checkChange(change);
+    return this.#change(taskId, undefined, (row) => applyUpdate(row.record, change, new Set(row.seen)));
   }
 
   async respond(taskId: string, owner: string, responses: Readonly<Record<string, unknown>>): Promise<TaskRecord | undefined> {
-    return this.#change(taskId, owner, (row) => {
-      const current = row.record;
-      const outstanding = current.inputRequests;
-      if (isTerminal(current.status) || outstanding === undefined || responses === null || typeof responses !== 'object') return undefined;
-      const answered = Object.keys(responses).filter((key) => Object.hasOwn(outstanding, key));
-      if (answered.length === 0) return undefined;
-      const requests: Record<string, TaskInputRequest> = { ...outstanding };
-      const answers: Record<string, unknown> = { ...current.inputResponses };
-      for (const key of answered) {
-        delete requests[key];
-        answers[key] = structuredClone(responses[key]);
-      }
-      const left = Object.keys(requests).length;
-      const next: Draft = { ...current, inputRequests: left === 0 ? undefined : requests, inputResponses: answers };
-      if (left === 0 && current.status === 'input_required') next.status = 'working';
-      return { next, seen: row.seen, what: 'input' };
-    });
+    return this.#change(taskId, owner, (row) => applyRespond(row.record, responses));
   }
 
   async cancel(taskId: string, owner: string, statusMessage?: string): Promise<TaskRecord | undefined> {
-    this.#checkOpen();
-    const reply = await this.#run('cancel', [taskId, owner, statusMessage === undefined ? '0' : '1', statusMessage === undefined ? '' : String(statusMessage)]);
-    const row = decodeRow(hash(reply));
-    return row === undefined ? undefined : this.#told(row.record);
+    return this.#change(taskId, owner, (row) => applyCancel(row.record, statusMessage));
   }
 
   watch(taskId: string, listener: (task: TaskRecord | undefined) => void): () => void {
@@ -284,7 +199,7 @@ export class RedisTaskStore implements TaskStore {
       this.#subscribe(taskId);
     }
     // A wrapper per call, so the same function watched twice is told twice and unwatched once each.
-    const own: Listener = (task) => listener(task);
+    const own: TaskListener = (task) => listener(task);
     watch.listeners.add(own);
     return () => {
       const current = this.#watchers.get(taskId);
@@ -354,40 +269,25 @@ export class RedisTaskStore implements TaskStore {
   }
 
   /**
-   * Read, compute the change (MemoryTaskStore's rules, in TypeScript), and commit it with one
-   * script that writes only if the task is still at the version read: a change another node made
-   * meanwhile makes it compute again from the new version, so a terminal status stays final.
+   * Read, compute the transition (transitions.ts), and commit it with one script that writes only
+   * if the task is still at the version read: a change another node made meanwhile makes it
+   * compute again from the new version, so a terminal status stays final.
    */
-  async #change(
-    taskId: string,
-    owner: string | undefined,
-    compute: (row: Row) => { next: Draft; seen: readonly string[]; what: 'result' | 'input' | 'data' } | undefined,
-  ): Promise<TaskRecord | undefined> {
+  async #change(taskId: string, owner: string | undefined, compute: (row: Row) => Transition | undefined): Promise<TaskRecord | undefined> {
     for (let attempt = 0; attempt < kMaxRetries; attempt++) {
       const row = await this.#read(taskId);
       if (row === undefined || (owner !== undefined && row.record.owner !== owner)) return undefined;
-      const change = compute(row);
-      if (change === undefined) return row.record;
-      const { next, seen, what } = change;
-      const fields: [string, string | undefined][] = [
-        ['status', next.status],
-        ['msg', next.statusMessage],
-        ['result', next.resultJson],
-        ['error', json(next.error)],
-        ['reqs', json(next.inputRequests)],
-        ['resps', json(next.inputResponses)],
-        ['progress', json(next.progress)],
-        ['seen', seen.length === 0 ? undefined : JSON.stringify(seen)],
-      ];
-      let bytes = 0;
-      for (const [name, value] of fields) if (value !== undefined && name !== 'status' && name !== 'msg' && name !== 'progress' && name !== 'seen') bytes += Buffer.byteLength(value);
-      const set = fields.filter((f): f is [string, string] => f[1] !== undefined);
-      const del = fields.filter(([, value]) => value === undefined).map(([name]) => name);
+      const step = compute(row);
+      if (step === undefined) return row.record;
+      const { set, del } = changeFields(step.next, step.added.length === 0 ? row.seen : [...row.seen, ...step.added]);
+      const { maxTaskBytes, maxStoredBytes, maxStoredBytesPerClient } = this.limits;
+      // The byte bounds are byteRefusal's, checked inside the script against what Redis holds.
       const reply = await this.#run('commit', [
-        taskId, row.record.version, bytes, this.limits.maxTaskBytes, this.limits.maxStoredBytes, what, this.limits.maxStoredBytesPerClient, set.length, ...set.flat(), ...del,
+        taskId, row.record.version, payloadBytes(step.next), maxTaskBytes, maxStoredBytes, maxStoredBytesPerClient,
+        ...byteMessages(this.limits, step.what), set.length / 2, ...set, ...del,
       ]);
       if (reply === 'retry') continue;
-      const done = decodeRow(hash(reply));
+      const done = decodeRow(hashOf(reply));
       return done === undefined ? undefined : this.#told(done.record);
     }
     throw new SluiceError('cluster_unavailable', `task ${taskId} kept changing under this change (${kMaxRetries} tries)`);
@@ -409,15 +309,7 @@ export class RedisTaskStore implements TaskStore {
       this.#watchers.delete(taskId);
       this.#unsubscribe(taskId);
     }
-    // A copy: a listener may unwatch (or watch) while being told.
-    for (const listener of [...watch.listeners]) {
-      try {
-        listener(record);
-      } catch (error) {
-        // Listeners must not throw; one that does must not keep the others from being told.
-        process.emitWarning(`a task watcher threw: ${error instanceof Error ? error.message : String(error)}`, 'SluiceWarning');
-      }
-    }
+    tellAll(watch.listeners, record);
   }
 
   /** The one subscriber connection, made on the first watch (its offline queue on: it resubscribes after a reconnect). */
@@ -436,7 +328,7 @@ export class RedisTaskStore implements TaskStore {
         let record: TaskRecord | undefined;
         if (message.length > 0) {
           try {
-            record = decodeRow(hash(decode(message)))?.record;
+            record = decodeRow(hashOf(decode(message)))?.record;
           } catch {
             return; // not a message of this store
           }
@@ -528,77 +420,9 @@ export class RedisTaskStore implements TaskStore {
     });
   }
 
-  #mac(key: Buffer, owner: string, position: string): Buffer {
-    return createHmac('sha256', key).update(owner).update('\u0000').update(position).digest().subarray(0, 12);
-  }
 }
 
 function unavailable(cause: unknown): SluiceError {
   const message = cause instanceof Error ? cause.message : String(cause);
   return new SluiceError('cluster_unavailable', `the cluster's Redis is unavailable: ${message}`, { cause });
-}
-
-function invalidCursor(): SluiceError {
-  return new SluiceError('invalid_cursor', 'the cursor is not one this server gave for this list');
-}
-
-function positive(name: string, value: number | undefined, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (!Number.isInteger(value) || value < 1) throw new SluiceError('invalid_option', `${name} must be a positive integer, got ${String(value)}`);
-  return value;
-}
-
-function checkNewTask(task: NewTask): void {
-  if (task === null || typeof task !== 'object') throw new TypeError('create needs a task');
-  for (const key of ['taskId', 'owner', 'toolName', 'runner'] as const) {
-    if (typeof task[key] !== 'string' || task[key] === '') throw new TypeError(`task.${key} must be a non-empty string`);
-  }
-  if (task.dialect !== 'legacy' && task.dialect !== 'modern') throw new TypeError(`task.dialect must be 'legacy' or 'modern'`);
-}
-
-function json(value: unknown): string | undefined {
-  return value === undefined ? undefined : JSON.stringify(value);
-}
-
-/** A script's HGETALL reply (a flat field/value array; nil for no task) as an object. */
-function hash(reply: unknown): Record<string, string> {
-  const out: Record<string, string> = {};
-  if (!Array.isArray(reply)) return out;
-  for (let i = 0; i + 1 < reply.length; i += 2) out[String(reply[i])] = String(reply[i + 1]);
-  return out;
-}
-
-/** The task of a hash (undefined for an empty one: no task), deeply frozen like MemoryTaskStore's snapshots. */
-function decodeRow(f: Record<string, string>): Row | undefined {
-  if (f.id === undefined) return undefined;
-  const record: Draft = {
-    taskId: f.id,
-    owner: f.owner,
-    dialect: f.dialect as TaskDialect,
-    toolName: f.tool,
-    runner: f.runner,
-    status: f.status as TaskStatus,
-    createdAt: Number(f.createdAt),
-    lastUpdatedAt: Number(f.updatedAt),
-    ttlMs: Number(f.ttl),
-    pollIntervalMs: Number(f.poll),
-    version: Number(f.version),
-  };
-  if (f.msg !== undefined) record.statusMessage = f.msg;
-  if (f.result !== undefined) record.resultJson = f.result;
-  if (f.error !== undefined) record.error = JSON.parse(f.error) as TaskRecord['error'];
-  if (f.reqs !== undefined) record.inputRequests = JSON.parse(f.reqs) as TaskRecord['inputRequests'];
-  if (f.resps !== undefined) record.inputResponses = JSON.parse(f.resps) as TaskRecord['inputResponses'];
-  if (f.ptoken !== undefined) record.progressToken = JSON.parse(f.ptoken) as string | number;
-  if (f.progress !== undefined) record.progress = JSON.parse(f.progress) as TaskRecord['progress'];
-  const seen = f.seen === undefined ? [] : JSON.parse(f.seen) as string[];
-  return { record: deepFreeze(record), seen, expiresAt: Number(f.expiresAt) };
-}
-
-function deepFreeze<T>(value: T): T {
-  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const inner of Object.values(value)) deepFreeze(inner);
-  }
-  return value;
 }

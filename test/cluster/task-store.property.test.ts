@@ -1,10 +1,12 @@
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RedisTaskStore, SluiceError } from '../../src/index.js';
-import type { TaskRecord, TaskStatus } from '../../src/index.js';
+import { RedisTaskStore } from '../../src/cluster/task-store.js';
+import { SluiceError } from '../../src/errors.js';
+import type { TaskRecord, TaskStatus } from '../../src/tasks/task.js';
 import { startRedis } from '../helpers/redis.js';
 import type { RedisInstance } from '../helpers/redis.js';
+import { kClients, kTableLimits, ops, runAgainstTable } from '../tasks/table-model.js';
 
 /**
  * Model-based test (test/tasks/memory-store.property.test.ts's model, unchanged): random sequences
@@ -255,6 +257,37 @@ describe('RedisTaskStore (two nodes) against a model', () => {
       ] as const;
       try {
         await fc.asyncModelRun(() => ({ model: { now: 0, ids: [], tasks: new Map() }, real: { nodes, redis: connections[0], prefix, clock } }), cmds);
+      } finally {
+        await Promise.all(nodes.map((n) => n.close()));
+      }
+    }), { numRuns: 60 });
+  });
+});
+
+describe('RedisTaskStore (two nodes) against the transition table', () => {
+  it('gives the same answers, records, counts and bytes as src/tasks/transitions.ts over random sequences', async () => {
+    await fc.assert(fc.asyncProperty(ops, async (sequence) => {
+      const clock = { now: 0 };
+      const prefix = `q${++runs}:`;
+      const options = { now: () => clock.now, heartbeatMs: 600_000 };
+      const nodes = [
+        new RedisTaskStore({ redis: connections[0], keyPrefix: prefix, nodeId: 'A' }, kTableLimits, options),
+        new RedisTaskStore({ redis: connections[1], keyPrefix: prefix, nodeId: 'B' }, kTableLimits, options),
+      ] as const;
+      const redis = connections[0];
+      try {
+        await runAgainstTable(sequence, {
+          // The table says nothing of nodes, so either must do.
+          on: (pick) => nodes[pick % 2],
+          sweep: async () => { await nodes[0].sweep(); },
+          count: () => redis.zcard(`${prefix}tasks`),
+          bytes: async () => {
+            const clients: Record<string, number> = {};
+            for (const client of kClients) if (client !== undefined) clients[client] = Number(await redis.get(`${prefix}cbytes:${client}`) ?? 0);
+            return { total: Number(await redis.get(`${prefix}bytes`) ?? 0), clients };
+          },
+          advance: (ms) => { clock.now += ms; },
+        });
       } finally {
         await Promise.all(nodes.map((n) => n.close()));
       }

@@ -1,7 +1,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { MemoryTaskStore, SluiceError } from '../../src/index.js';
-import type { TaskRecord, TaskStatus } from '../../src/index.js';
+import { SluiceError } from '../../src/errors.js';
+import { MemoryTaskStore } from '../../src/tasks/memory-store.js';
+import type { TaskRecord, TaskStatus } from '../../src/tasks/task.js';
+import { kTableLimits, ops, runAgainstTable } from './table-model.js';
 
 /**
  * Model-based test: random sequences of create, update, respond, cancel, get, list and the clock
@@ -223,6 +225,26 @@ describe('MemoryTaskStore against a model', () => {
       const store = new MemoryTaskStore(kLimits, { now: () => clock.now, sweepIntervalMs: 2 ** 30 });
       try {
         await fc.asyncModelRun(() => ({ model: { now: 0, ids: [], tasks: new Map() }, real: { store, clock } }), cmds);
+      } finally {
+        await store.close();
+      }
+    }), { numRuns: 200 });
+  });
+});
+
+describe('MemoryTaskStore against the transition table', () => {
+  it('gives the same answers, records, counts and bytes as src/tasks/transitions.ts over random sequences', async () => {
+    await fc.assert(fc.asyncProperty(ops, async (sequence) => {
+      const clock = { now: 0 };
+      const store = new MemoryTaskStore(kTableLimits, { now: () => clock.now, sweepIntervalMs: 2 ** 30 });
+      try {
+        await runAgainstTable(sequence, {
+          on: () => store,
+          sweep: async () => { store.sweep(); },
+          count: async () => store.stats().tasks,
+          bytes: async () => ({ total: store.stats().bytes, clients: undefined }),
+          advance: (ms) => { clock.now += ms; },
+        });
       } finally {
         await store.close();
       }
