@@ -15,7 +15,7 @@ import {
   applyCancel, applyRespond, applyUpdate, byteRefusal, checkChange, checkNewTask, clientOf, createRefusal, expiresAt,
   failedDraft, kExpiredReason, newRecord, payloadBytes, refusalError, stamp,
 } from './transitions.js';
-import type { CreateRefusal, Draft, Transition } from './transitions.js';
+import type { ByteHoldings, CreateRefusal, Draft, Transition } from './transitions.js';
 import { tellAll } from './watchers.js';
 import type { TaskListener } from './watchers.js';
 
@@ -254,15 +254,19 @@ export class MemoryTaskStore implements TaskStore {
    */
   #commit(entry: Entry, step: Transition): TaskRecord {
     const bytes = payloadBytes(step.next);
-    const held = () => ({ task: entry.bytes, client: entry.usage.bounded ? entry.usage.bytes : undefined, total: this.#bytes });
-    let refusal = byteRefusal(this.limits, step.what, bytes, held());
+    let refusal = byteRefusal(this.limits, step.what, bytes, this.#held(entry));
     if (refusal?.shared === true) {
       // Expired tasks not yet swept must not hold room another task needs.
       this.sweep();
       if (!this.#tasks.has(entry.record.taskId)) return entry.record;
-      refusal = byteRefusal(this.limits, step.what, bytes, held());
+      refusal = byteRefusal(this.limits, step.what, bytes, this.#held(entry));
     }
     return refusal === undefined ? this.#store(entry, step.next, bytes) : this.#fail(entry, refusal.message);
+  }
+
+  /** The payload bytes held beside the task's next version: its own, its client's (unbounded: undefined), the store's. */
+  #held(entry: Entry): ByteHoldings {
+    return { task: entry.bytes, client: entry.usage.bounded ? entry.usage.bytes : undefined, total: this.#bytes };
   }
 
   /** The store ends the task (failedDraft): failed, its payload dropped and no longer counted. */

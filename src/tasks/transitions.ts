@@ -32,6 +32,9 @@ export const kInternalError = -32603;
 /** Why a task past its lifetime failed (its watchers see it before the task is deleted). */
 export const kExpiredReason = 'task expired';
 
+/** No keys added: shared, so a change that adds none allocates no array. */
+const kNoKeys: readonly string[] = Object.freeze([]);
+
 const kStatuses: ReadonlySet<string> = new Set<TaskStatus>(['working', 'input_required', 'completed', 'failed', 'cancelled']);
 
 /** Throws a TypeError unless `task` is a NewTask (a caller's bug, not a client's). */
@@ -135,16 +138,20 @@ export function applyUpdate(current: TaskRecord, change: TaskChange, seen: { has
   if (change.resultJson !== undefined) next.resultJson = String(change.resultJson);
   if (change.error !== undefined) next.error = frozenCopy(change.error);
   if (change.progress !== undefined) next.progress = frozenCopy(change.progress);
-  const added: string[] = [];
+  let added = kNoKeys;
   if (change.addInputRequests !== undefined) {
+    const fresh: string[] = [];
     const requests: Record<string, TaskInputRequest> = { ...current.inputRequests };
     for (const [key, request] of Object.entries(change.addInputRequests)) {
       // A key once used stays used: an answer can never be taken for a later request.
       if (seen.has(key)) continue;
-      added.push(key);
+      fresh.push(key);
       requests[key] = request;
     }
-    if (added.length > 0) next.inputRequests = frozenCopy(requests);
+    if (fresh.length > 0) {
+      next.inputRequests = frozenCopy(requests);
+      added = fresh;
+    }
   }
   if (change.consumedResponses !== undefined && current.inputResponses !== undefined) {
     const responses: Record<string, unknown> = { ...current.inputResponses };
@@ -181,7 +188,7 @@ export function applyRespond(current: TaskRecord, responses: Readonly<Record<str
   const left = Object.keys(requests).length;
   const next: Draft = { ...current, inputRequests: left === 0 ? undefined : Object.freeze(requests), inputResponses: Object.freeze(answers) };
   if (left === 0 && current.status === 'input_required') next.status = 'working';
-  return { next, added: [], what: 'input' };
+  return { next, added: kNoKeys, what: 'input' };
 }
 
 /**
@@ -192,7 +199,7 @@ export function applyCancel(current: TaskRecord, statusMessage: string | undefin
   if (isTerminal(current.status)) return undefined;
   const next: Draft = { ...current, status: 'cancelled', inputRequests: undefined, inputResponses: undefined };
   if (statusMessage !== undefined) next.statusMessage = String(statusMessage);
-  return { next, added: [], what: 'data' };
+  return { next, added: kNoKeys, what: 'data' };
 }
 
 /**
@@ -251,10 +258,10 @@ export function byteMessages(limits: TaskLimits, what: PayloadKind): readonly [s
  * checked before the store's: one client's results can fill only its share, never another's.
  */
 export function byteRefusal(limits: TaskLimits, what: PayloadKind, bytes: number, held: ByteHoldings): ByteRefusal | undefined {
-  const messages = byteMessages(limits, what);
-  if (bytes > limits.maxTaskBytes) return { message: messages[0], shared: false };
-  if (held.client !== undefined && held.client - held.task + bytes > limits.maxStoredBytesPerClient) return { message: messages[1], shared: true };
-  if (held.total - held.task + bytes > limits.maxStoredBytes) return { message: messages[2], shared: true };
+  // The messages are made only for a refusal: a commit within the bounds allocates none.
+  if (bytes > limits.maxTaskBytes) return { message: byteMessages(limits, what)[0], shared: false };
+  if (held.client !== undefined && held.client - held.task + bytes > limits.maxStoredBytesPerClient) return { message: byteMessages(limits, what)[1], shared: true };
+  if (held.total - held.task + bytes > limits.maxStoredBytes) return { message: byteMessages(limits, what)[2], shared: true };
   return undefined;
 }
 
