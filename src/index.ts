@@ -11,7 +11,7 @@ export {
 export type { RequestCancelledEvent, CancellationCleanupEvent } from './telemetry/index.js';
 export { createServer } from './process/supervisor.js';
 export type { Server, ServerAddress, ServerHooks } from './process/supervisor.js';
-export type { ServerOptions } from './server/options.js';
+export type { ServerOptions, ServerLogLevel, ServerLogSink } from './server/options.js';
 export { defineTool, toCallToolResult } from './tools/define.js';
 export type { Tool, ToolDefinition, ToolOutput, CallToolResult, ContentBlock, ToolSchema, InferArguments, InferToolOutput } from './tools/define.js';
 export type { StandardSchemaV1 } from './tools/standard-schema.js';

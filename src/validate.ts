@@ -1,7 +1,8 @@
 /**
- * Option validators: one check per option at the public facade (piscina), a `SluiceError`
+ * The option checks, written once: every option of every layer (server options, registry
+ * bounds, task limits, cluster, auth) is checked with these, each failure a `SluiceError`
  * `invalid_option` whose message names the option and what it expects. Imports nothing above
- * errors.ts, so every layer (options, registry) can use them.
+ * errors.ts, so every layer can use them.
  */
 import { SluiceError } from './errors.js';
 
@@ -17,11 +18,11 @@ export function integer(name: string, value: unknown, fallback: number, min: num
 /** `integer`, with `Infinity` accepted too (an unbounded quota). */
 export function integerOrInfinity(name: string, value: unknown, fallback: number, min: number, max: number): number {
   if (value === Infinity) return Infinity;
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+  try {
+    return integer(name, value, fallback, min, max);
+  } catch {
     throw new SluiceError('invalid_option', `${name} must be an integer from ${min} to ${max} or Infinity, got ${String(value)}`);
   }
-  return value;
 }
 
 /** `value` when it is a boolean; `fallback` when undefined; else `invalid_option`. */

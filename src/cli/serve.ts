@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createServer } from '../process/supervisor.js';
 import { serveStdioServer } from '../process/stdio-server.js';
-import { kLogLevels } from '../server/options.js';
-import type { LogLevel, ServerOptions } from '../server/options.js';
+import { kServerLogLevels } from '../server/options.js';
+import type { ServerLogLevel, ServerOptions } from '../server/options.js';
 import { toolsModuleLabel, toolsModuleUrl } from '../catalog/catalog.js';
 import type { CatalogNames } from '../catalog/catalog.js';
 import { SluiceError } from '../errors.js';
@@ -56,7 +56,7 @@ function metricsListenerFlags(values: ServeFlags): { metricsPort?: number; metri
 export const kStateKeysEnv = 'SLUICE_REQUEST_STATE_KEYS';
 
 /** The server options `sluice serve` flags stand for (checked: a bad value is a usage error). */
-export function serveOptions(values: ServeFlags, env: NodeJS.ProcessEnv = process.env): ServerOptions & { tools: string; logLevel: LogLevel } {
+export function serveOptions(values: ServeFlags, env: NodeJS.ProcessEnv = process.env): ServerOptions & { tools: string; logLevel: ServerLogLevel } {
   let tools: string;
   if (values.tools === undefined) {
     tools = fileURLToPath(new URL('../../examples/tools.js', import.meta.url));
@@ -85,7 +85,7 @@ export function serveOptions(values: ServeFlags, env: NodeJS.ProcessEnv = proces
     metrics: values.metrics === true,
     ...metricsListenerFlags(values),
     sessions: values['no-sessions'] !== true,
-    logLevel: choiceFlag('log-level', values['log-level'], kLogLevels) ?? 'warn',
+    logLevel: choiceFlag('log-level', values['log-level'], kServerLogLevels) ?? 'warn',
     cancelOnDisconnect: values['cancel-on-disconnect'] === true,
     ...(origins.length > 0 ? { cors: { origins } } : {}),
     ...(shutdownGraceMs === undefined ? {} : { shutdownGraceMs }),

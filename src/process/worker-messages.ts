@@ -7,8 +7,8 @@ import type { CatalogNames } from '../catalog/catalog.js';
 import type { SluiceErrorCode } from '../errors.js';
 import type { ListKind } from '../tools/context.js';
 import type { AdapterKind } from '../transport/http/adapter.js';
-import type { SharedState } from '../server/assembly.js';
-import type { LogLevel, ResolvedOptions } from '../server/options.js';
+import type { SharedState } from '../server/shared-state.js';
+import type { ServerLogLevel, ResolvedOptions } from '../server/options.js';
 
 /** What the supervisor passes an HTTP worker (workerData). */
 export interface HttpWorkerData {
@@ -46,7 +46,7 @@ export type FromHttpWorker =
   /** `code`: the SluiceError code when there is one (tools_module_failed: the tools module did not load). */
   | { readonly type: 'failed'; readonly message: string; readonly code?: SluiceErrorCode | undefined }
   | { readonly type: 'event'; readonly channel: string; readonly message: unknown }
-  | { readonly type: 'log'; readonly level: LogLevel; readonly message: string }
+  | { readonly type: 'log'; readonly level: ServerLogLevel; readonly message: string }
   | { readonly type: 'closed' }
   /** A client's answer for thread `target` (of node `node` when it is another node's, cluster mode). */
   | { readonly type: 'response'; readonly target: number; readonly response: string; readonly scope: string; readonly node?: string | undefined }

@@ -14,23 +14,26 @@ import { resolveAuth } from '../auth/options.js';
 import type { ResolvedAuth } from '../auth/options.js';
 import type { AuthOptions } from '../auth/contract.js';
 
-/** Severity of a server log line, least severe first. */
-export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+/**
+ * Severity of a line of the server's own log (for its operator), least severe first. Not the MCP
+ * log levels a tool sends its client (`LogLevel`, RFC 5424's eight, in tools/context.ts).
+ */
+export type ServerLogLevel = 'debug' | 'info' | 'warn' | 'error';
 
-/** The log levels, least severe first. */
-export const kLogLevels: readonly LogLevel[] = Object.freeze(['debug', 'info', 'warn', 'error'] as const);
+/** The server log levels, least severe first. */
+export const kServerLogLevels: readonly ServerLogLevel[] = Object.freeze(['debug', 'info', 'warn', 'error'] as const);
 
 /** Where server log lines go (ServerHooks.log, StdioServerOptions.log). */
-export type LogSink = (level: LogLevel, message: string) => void;
+export type ServerLogSink = (level: ServerLogLevel, message: string) => void;
 
 /**
  * The one place log lines are filtered by level: a sink that passes on lines at `threshold` or more
  * severe. Decided once (pino): at 'debug' the sink itself is returned.
  */
-export function filterLog(threshold: LogLevel, sink: LogSink): LogSink {
-  const min = kLogLevels.indexOf(threshold);
+export function filterLog(threshold: ServerLogLevel, sink: ServerLogSink): ServerLogSink {
+  const min = kServerLogLevels.indexOf(threshold);
   if (min <= 0) return sink;
-  return (level, message) => { if (kLogLevels.indexOf(level) >= min) sink(level, message); };
+  return (level, message) => { if (kServerLogLevels.indexOf(level) >= min) sink(level, message); };
 }
 
 /** Options of `createServer`. Every field but `tools` has a default. */
@@ -150,7 +153,7 @@ export interface ServerOptions {
    * `isError` content, the operator should still see it), refused cancels, degraded adapters;
    * 'info' — lifecycle (what is served, shutdown); 'debug' — per-request detail.
    */
-  logLevel?: LogLevel;
+  logLevel?: ServerLogLevel;
   serverInfo?: { name: string; version: string };
   instructions?: string;
   /**
@@ -196,7 +199,7 @@ export interface TasksOptions {
   limits?: Partial<TaskLimits>;
 }
 
-/** Options with defaults applied; structured-cloneable except `tools`/`authenticate` in-process. */
+/** Options with defaults applied, structured-cloneable (the functions and objects are in ServerConfig). */
 export interface ResolvedOptions {
   host: string;
   port: number;
@@ -226,17 +229,19 @@ export interface ResolvedOptions {
   cancelOnDisconnect: boolean;
   exposeWorker: boolean;
   forwardRequestStop: boolean;
-  logLevel: LogLevel;
+  logLevel: ServerLogLevel;
   serverInfo: { name: string; version: string };
   instructions: string | undefined;
-  /** Off, or the bounds (the store, not cloneable, stays in the raw options: `taskStoreOption`). */
+  /** Off, or the bounds (the store, not cloneable, is in ServerConfig.taskStore). */
   tasks: false | { limits: TaskLimits };
   /** Cluster mode, resolved (node id picked); undefined: one node alone. */
   cluster: ResolvedCluster | undefined;
   /** The requestState key ring (newest first); undefined: a random key per process. */
   requestStateKeys: readonly Uint8Array[] | undefined;
-  /** Bearer-token checks (without `verify`, a function: it stays in the raw options); undefined: off. */
+  /** Bearer-token checks (`verify`, a function, is in ServerConfig.verifyToken); undefined: off. */
   auth: ResolvedAuth | undefined;
+  /** Registry bounds as given (the registry checks them when it is made); undefined: its defaults. */
+  registry: RegistryOptions | undefined;
   /** The `tracing` module as a URL; undefined: none. */
   tracing: string | undefined;
 }
@@ -312,11 +317,9 @@ export function resolveOptions(options: ServerOptions): ResolvedOptions {
     intervalMs: int('janitor.intervalMs', options.janitor?.intervalMs),
     ttlMs: int('janitor.ttlMs', options.janitor?.ttlMs),
   };
-  const logLevel = oneOf('logLevel', options.logLevel, 'warn', kLogLevels);
+  const logLevel = oneOf('logLevel', options.logLevel, 'warn', kServerLogLevels);
   const path = options.path ?? '/mcp';
   const auth = resolveAuth(options.auth);
-  // Two ways to name the principal would disagree on who the caller is: one only.
-  if (auth !== undefined && options.authenticate !== undefined) throw new SluiceError('invalid_option', 'auth and authenticate are exclusive: auth verifies bearer tokens itself');
   if (typeof path !== 'string' || !path.startsWith('/')) throw new SluiceError('invalid_option', `path must start with '/', got ${String(path)}`);
   return {
     host: typeof options.host === 'string' ? options.host : '127.0.0.1',
@@ -353,6 +356,7 @@ export function resolveOptions(options: ServerOptions): ResolvedOptions {
     cluster: resolveCluster(options.cluster),
     requestStateKeys: resolveStateKeys(options.requestStateKeys),
     auth,
+    registry: options.registry === undefined ? undefined : { ...options.registry },
     tracing: resolveTracing(options.tracing),
   };
 }

@@ -2,22 +2,22 @@ import { kNodeReusePort, skipNote } from '../helpers/adapters.js';
 import { describe, expect, it } from 'vitest';
 import { createServer } from '../../src/index.js';
 import { SluiceError } from '../../src/errors.js';
-import { filterLog, kLogLevels, resolveOptions } from '../../src/server/options.js';
-import type { LogLevel } from '../../src/server/options.js';
+import { filterLog, kServerLogLevels, resolveOptions } from '../../src/server/options.js';
+import type { ServerLogLevel } from '../../src/server/options.js';
 import { kToolsModule } from '../helpers/server.js';
 
 describe('logLevel', () => {
   it('filterLog passes lines at the threshold or above, in one place', () => {
-    const table: [LogLevel, LogLevel[]][] = [
+    const table: [ServerLogLevel, ServerLogLevel[]][] = [
       ['debug', ['debug', 'info', 'warn', 'error']],
       ['info', ['info', 'warn', 'error']],
       ['warn', ['warn', 'error']],
       ['error', ['error']],
     ];
     for (const [threshold, passed] of table) {
-      const seen: LogLevel[] = [];
+      const seen: ServerLogLevel[] = [];
       const log = filterLog(threshold, (level) => { seen.push(level); });
-      for (const level of kLogLevels) log(level, 'x');
+      for (const level of kServerLogLevels) log(level, 'x');
       expect(seen, threshold).toEqual(passed);
     }
   });
@@ -26,7 +26,7 @@ describe('logLevel', () => {
     expect(resolveOptions({ tools: [] }).logLevel).toBe('warn');
     expect(resolveOptions({ tools: [], logLevel: 'debug' }).logLevel).toBe('debug');
     for (const bad of ['verbose', 'WARN', 3, null]) {
-      const error = (() => { try { resolveOptions({ tools: [], logLevel: bad as LogLevel }); } catch (e) { return e; } return undefined; })();
+      const error = (() => { try { resolveOptions({ tools: [], logLevel: bad as ServerLogLevel }); } catch (e) { return e; } return undefined; })();
       expect(error, String(bad)).toBeInstanceOf(SluiceError);
       expect((error as SluiceError).code).toBe('invalid_option');
     }
@@ -34,7 +34,7 @@ describe('logLevel', () => {
 
   it.skipIf(kNodeReusePort)(`the server hook gets only lines at logLevel or above (a warning from the supervisor, here)${skipNote(!kNodeReusePort, `Node ${process.versions.node} shares the port, so the supervisor has no one-thread warning to filter`)}`, async () => {
     // node:http with 2 workers on Node 20 warns that it serves with one.
-    const run = async (logLevel: LogLevel | undefined) => {
+    const run = async (logLevel: ServerLogLevel | undefined) => {
       const lines: [string, string][] = [];
       const server = createServer({ tools: kToolsModule, port: 0, workers: 2, http: 'node', janitor: false, ...(logLevel === undefined ? {} : { logLevel }) }, { log: (level, message) => { lines.push([level, message]); } });
       await server.listen();

@@ -13,8 +13,8 @@ import type { BusMessage } from '../cluster/codec.js';
 import type { RedisContext } from '../cluster/contract.js';
 import type { Registry } from '../registry/index.js';
 import { validRequestId } from '../registry/index.js';
-import { kNotReady } from '../server/assembly.js';
-import type { LogSink, ResolvedCluster } from '../server/options.js';
+import { kNotReady } from './shared-state.js';
+import type { ServerLogSink, ResolvedCluster } from './options.js';
 import { Counter } from '../telemetry/counters.js';
 import type { ServerCounters } from '../telemetry/counters.js';
 import type { ListKind } from '../tools/context.js';
@@ -29,7 +29,7 @@ export interface ClusterNodeDeps {
   readonly registry: Registry;
   /** The supervisor's counters (its own block). */
   readonly counters: ServerCounters;
-  readonly log: LogSink;
+  readonly log: ServerLogSink;
   /** The shared readiness word /readyz reads. */
   readonly readiness: Int32Array;
   /** Hands another node's relayed answer to this node's thread `thread` (false: no such thread). */

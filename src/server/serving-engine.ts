@@ -1,0 +1,86 @@
+/**
+ * One serving thread's protocol stack, for every role (an HTTP thread, the stdio thread): this
+ * thread attached to the shared tables, its tool pool, and the engine over them.
+ */
+import type { Catalog } from '../catalog/catalog.js';
+import { Engine } from '../protocol/engine.js';
+import { attachRegistry } from '../registry/index.js';
+import type { Registry } from '../registry/index.js';
+import type { TaskLimits, TaskStore } from '../tasks/store.js';
+import { ServerCounters } from '../telemetry/counters.js';
+import { ServerTracer } from '../telemetry/tracing/server.js';
+import type { NetworkTransport } from '../telemetry/tracing/server.js';
+import type { ListKind } from '../tools/context.js';
+import { ToolPool } from '../tools/pool.js';
+import type { ResolvedOptions, ServerLogSink } from './options.js';
+import type { SharedState } from './shared-state.js';
+
+export interface EngineInput {
+  readonly shared: SharedState;
+  readonly options: ResolvedOptions;
+  readonly catalog: Catalog;
+  /**
+   * Where pool threads come from: the tools module they load and their compiled entry (named by
+   * the process layer, which knows where the build is). Absent in-process, where the config
+   * refuses `pool: true` tools.
+   */
+  readonly pool?: { readonly module: string; readonly entry: URL } | undefined;
+  readonly log: ServerLogSink;
+  /** Relays a client's response to the thread that asked (HTTP workers: through the supervisor). */
+  readonly forwardResponse?: ((threadId: number, response: string, scope: string, node?: string) => void) | undefined;
+  /** Cluster mode: hands a cancel for a request not running on this node to the other nodes. */
+  readonly forwardCancel?: ((requestId: string | number, reason: string | undefined, scope: string) => void) | undefined;
+  /** Cluster mode: this node's id (it names the node in server→client request ids). */
+  readonly nodeId?: string | undefined;
+  /** Tells the other threads that a list changed. */
+  readonly broadcastListChanged?: ((kind: ListKind) => void) | undefined;
+  /** Told each pool thread's id as it starts (`alive`) and once it has exited (see ToolPoolOptions.onThread). */
+  readonly onPoolThread?: ((threadId: number, alive: boolean) => void) | undefined;
+  /**
+   * Where this thread's tasks live (the store itself, or a TaskStoreClient to the supervisor's) and
+   * who runs them (this thread's id); absent when tasks are off.
+   */
+  readonly tasks?: { readonly store: TaskStore; readonly limits: TaskLimits; readonly runner: string } | undefined;
+  /** An authenticate hook checks callers (the engine offers 2025-11-25 tasks/list only then). */
+  readonly authenticated?: boolean | undefined;
+  /** How requests arrive, for spans (`network.transport`); default 'tcp'. */
+  readonly transport?: NetworkTransport | undefined;
+}
+
+/** One serving thread's protocol stack: this thread attached to the shared tables, the pool, the engine. */
+export interface ServingEngine {
+  readonly engine: Engine;
+  readonly registry: Registry;
+  readonly counters: ServerCounters;
+  readonly pool: ToolPool | undefined;
+}
+
+/** Builds one serving thread's engine over the shared state (HTTP threads and stdio alike). */
+export function createEngine(input: EngineInput): ServingEngine {
+  const { options, shared } = input;
+  const registry = attachRegistry(shared.registry);
+  const counters = new ServerCounters(shared.counters);
+  const pool = input.pool !== undefined && input.catalog.tools.some((t) => t.pool === true)
+    ? new ToolPool({ entry: input.pool.entry, toolsModule: input.pool.module, registry, registryDescriptor: shared.registry, threads: options.poolThreads, onThread: input.onPoolThread })
+    : undefined;
+  const engine = new Engine({
+    registry,
+    counters,
+    catalog: input.catalog,
+    serverInfo: options.serverInfo,
+    instructions: options.instructions,
+    pool,
+    streamCancelTimeoutMs: options.streamCancelTimeoutMs,
+    log: input.log,
+    stateKeys: shared.stateKeys,
+    forwardResponse: input.forwardResponse,
+    forwardCancel: input.forwardCancel,
+    nodeId: input.nodeId,
+    broadcastListChanged: input.broadcastListChanged,
+    tasks: input.tasks,
+    authenticated: input.authenticated,
+    // Decided once per thread: the `tracing` module (importTracingModule) has run by now.
+    tracer: ServerTracer.create(input.transport ?? 'tcp'),
+  });
+  return { engine, registry, counters, pool };
+}
