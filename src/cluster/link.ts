@@ -12,7 +12,7 @@ import { resubscribeOnReconnect } from './resubscribe.js';
 import { SluiceError } from '../errors.js';
 import type { ServerCounters } from '../telemetry/counters.js';
 import { Counter } from '../telemetry/counters.js';
-import { decodeMessage, encodeMessage } from './codec.js';
+import { encodeMessage, readMessage } from './codec.js';
 import type { BusMessage } from './codec.js';
 import type { RedisContext } from './contract.js';
 
@@ -34,6 +34,9 @@ export function reconnectDelay(attempt: number, random: () => number = Math.rand
   const base = Math.min(2_000, 50 * 2 ** Math.min(Math.max(attempt - 1, 0), 6));
   return Math.round(base * (0.5 + random() * 0.5));
 }
+
+/** At most one log line about refused bus messages per this period. */
+const kRefusalLogMs = 60_000;
 
 /** How long the first connection may take before start-up calls Redis unreachable. */
 const kConnectTimeoutMs = 3_000;
@@ -59,6 +62,9 @@ export class ClusterLink {
   #inspected: Promise<string | undefined> | undefined;
   /** The last connection error, for the one log line a state change gets. */
   #lastError = '';
+  /** Refused bus messages since the last line about them, and when that line was written. */
+  #refusals = 0;
+  #refusalLoggedAt: number | undefined;
 
   constructor(options: ClusterLinkOptions) {
     this.#options = options;
@@ -176,10 +182,11 @@ export class ClusterLink {
 
   #receive(channel: Buffer, payload: Buffer): void {
     if (channel.toString('latin1') !== this.channel) return;
-    const message = decodeMessage(payload);
+    const message = readMessage(payload);
     const { counters } = this.#options;
-    if (message === undefined) {
+    if (typeof message === 'string') {
       counters.add(Counter.ClusterRefused);
+      this.#refusedMessage(message);
       return;
     }
     if (message.f === this.#options.nodeId) return; // our own, back from Redis
@@ -191,6 +198,20 @@ export class ClusterLink {
         this.#options.log('error', `sluice: cluster: handling a message from node ${message.f} failed: ${String(error)}`);
       }
     }
+  }
+
+  /**
+   * A message refused by its bounds: counted by the caller; logged once, then at most once per
+   * kRefusalLogMs with how many more there were (a flood of junk must not become a flood of lines).
+   */
+  #refusedMessage(why: string): void {
+    this.#refusals++;
+    const now = performance.now();
+    if (this.#refusalLoggedAt !== undefined && now - this.#refusalLoggedAt < kRefusalLogMs) return;
+    const more = this.#refusals - 1;
+    this.#options.log('warn', `sluice: cluster: a message on the bus was refused (${why})${more > 0 ? `, and ${more} more since the last such line` : ''}; refusals are counted in sluice_cluster_messages_refused_total`);
+    this.#refusalLoggedAt = now;
+    this.#refusals = 0;
   }
 
   /**
