@@ -53,7 +53,7 @@ let fire: (handle: TrackHandle) => void;
 /**
  * One per registry per thread: the handles of this thread's rows whose cancellation someone awaits
  * (a run's `whenCancelled`, a handler's `signal`), and ONE `Atomics.waitAsync` on the thread's cancel
- * epoch, which whoever flags a row this thread owns bumps and notifies (see `Registry.#raise`). On a
+ * epoch, which whoever flags a row this thread owns bumps and notifies (see `InFlightRows.raise`). On a
  * wake it re-parks first, then checks only the handles it holds, so nothing is paid per request but a
  * Set insert and delete.
  */

@@ -1,11 +1,14 @@
-export { createRegistry, attachRegistry, registryByteLength, registryMemory, Registry, validRequestId } from './registry.js';
-export type {
-  RegistryOptions, RegistryDescriptor, CancelResult, CleanupResult, RegistryCounters, RegistryMemory,
-} from './registry.js';
+export { createRegistry, attachRegistry, Registry } from './registry.js';
+export type { CancelResult } from './registry.js';
+export type { RegistryDescriptor } from './attachment.js';
+export type { RegistryCounters } from './counters.js';
+export type { CleanupResult } from './janitor.js';
+export { registryByteLength, registryMemory } from './policy.js';
+export type { RegistryOptions, RegistryMemory } from './policy.js';
 export { TrackHandle } from './handle.js';
 export type { HandleRef, TrackRefusal } from './handle.js';
 export type { RequestId } from './key.js';
-export { kMaxIdBytes, kMaxScopeBytes } from './key.js';
+export { kMaxIdBytes, kMaxScopeBytes, validRequestId } from './key.js';
 export { sanitizeReason, kMaxReasonChars } from './reason.js';
 export { clientBucket, deriveScope, formatIPv6 } from './scope.js';
 export type { ScopeInputs } from './scope.js';

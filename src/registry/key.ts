@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import * as shm from '../../native-free-shm/index.js';
 import { KeyScratch } from '../../native-free-shm/index.js';
+import { SluiceError } from '../errors.js';
 
 // Module-local copies: optimised code reads an imported binding through its cell, with a hole check,
 // at every use (V8 does not fold another module's exports); a module-local const is an immediate.
@@ -61,6 +62,12 @@ export function writeWtf8(text: string, bytes: Uint8Array, at: number, limit: nu
     }
   }
   return o;
+}
+
+/** The scope, when it is a string; a non-string scope is a programming error (`invalid_scope`). */
+export function checkScope(scope: unknown): string {
+  if (typeof scope !== 'string') throw new SluiceError('invalid_scope', `scope must be a string, got ${typeof scope}`);
+  return scope;
 }
 
 const checkBytes = new Uint8Array(kMaxIdBytes);

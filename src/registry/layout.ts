@@ -3,7 +3,7 @@ export const kStateMagic = 0x534c4347; // 'SLCG'
 export const kStMagic = 0;
 /** Cancellation rows (approximate while writers race; exact at rest). */
 export const kStRows = 16;
-/** In-flight capacity not handed out to any thread (threads take it in chunks: see Registry.track). */
+/** In-flight capacity not handed out to any thread (threads take it in chunks: see InFlightRows.track). */
 export const kStPool = 32;
 /** Insertion stamps of cancellation rows: the newest row of a key wins. */
 export const kStStamp = 48;
@@ -24,7 +24,7 @@ export const kEpochArmed = 1;
  * Word 2 is non-zero while that thread is inside `cancel`, between raising flags and publishing the
  * cancellation row that holds the reason: 1 = cancelling, 2 = cancelling and a reader waits on the
  * word (the canceller then notifies when it clears it). A reader that saw a flag but finds no row
- * yet waits while it is non-zero (see `Registry.#reasonOf`). Cleared on release if the thread dies there.
+ * yet waits while it is non-zero (see `CancellationRows.reasonOf`). Cleared on release if the thread dies there.
  */
 export const kEpochCancelling = 2;
 export const kCancellingIdle = 0;

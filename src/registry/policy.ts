@@ -1,19 +1,18 @@
 /**
  * The registry's quota and eviction policy, apart from the request path: option checks and sizing,
- * the exact per-scope quota test, the global cap's eviction (largest scope first, oldest first),
- * and the TTL sweep behind `cleanup`. Each runs only off the hot path: `track`/`untrack`/`clear`
- * never call into this module but for `rowGone` (a plain function, inlined like the method it was).
+ * the exact per-scope quota test, and the global cap's eviction (largest scope first, oldest first).
+ * Each runs only off the hot path: `track`/`untrack`/`clear` never call into this module but for
+ * `rowGone` (a plain function, inlined like the method it was). The TTL sweep is in janitor.ts.
  */
 import { Roster, ShmTable, kLive, kStateMask } from '../../native-free-shm/index.js';
 import type { RosterMember } from '../../native-free-shm/index.js';
 import { SluiceError } from '../errors.js';
-import { cancellationCleanupChannel } from './channels.js';
-import type { CancellationCleanupEvent } from './channels.js';
+import { integer, integerOrInfinity } from '../validate.js';
 import { kMaxKeyBytes, scopeEndOf } from './key.js';
 import type { KeyEncoder } from './key.js';
 import {
-  kCounterCount, kCtEvictions, kCtExpired, kCtInFlightSwept, kCvAt, kCvReason, kCvScopeHash, kCvStamp, kIvOwner,
-  epochBase, kEpochStride, kStBuckets, kStDeleteVersion, kStPool, kStReclaimLock, kStRows,
+  kCounterCount, kCtEvictions, kCvAt, kCvReason, kCvScopeHash, kCvStamp,
+  epochBase, kEpochStride, kStBuckets, kStDeleteVersion, kStReclaimLock, kStRows,
 } from './layout.js';
 import { kMaxReasonBytes } from './reason.js';
 
@@ -28,27 +27,10 @@ export interface RegistryOptions {
   maxThreads?: number;
 }
 
-export interface CleanupResult {
-  /** Cancellation rows older than the TTL. */
-  removed: number;
-  /** In-flight rows whose owning thread had exited. */
-  inFlightRemoved: number;
-}
-
 /** Int32 words of a cancellation row's value: stamp, time, scope hash, reason. */
 export const kCancelValueWords = kCvReason + kMaxReasonBytes / 4;
 /** Scopes remembered as full, per thread, before the memo is dropped. */
 const kFullScopeMemo = 4096;
-
-/** An integer option in [min, max] (or Infinity when `infinite`), `fallback` when undefined. */
-export function checkCount(name: string, value: unknown, fallback: number, min: number, max: number, infinite = false): number {
-  if (value === undefined) return fallback;
-  if (infinite && value === Infinity) return Infinity;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    throw new SluiceError('invalid_option', `${name} must be an integer from ${min} to ${max}${infinite ? ' or Infinity' : ''}, got ${String(value)}`);
-  }
-  return value;
-}
 
 /** The options checked and defaulted, and the sizes they give. */
 export interface RegistrySizing {
@@ -64,12 +46,12 @@ export interface RegistrySizing {
 
 export function checkRegistryOptions(options: RegistryOptions): RegistrySizing {
   if (options === null || typeof options !== 'object') throw new SluiceError('invalid_option', 'options must be an object');
-  const maxRows = checkCount('maxRows', options.maxRows, 10_000, 1, 10_000_000);
+  const maxRows = integer('maxRows', options.maxRows, 10_000, 1, 10_000_000);
   return {
     maxRows,
-    maxRowsPerScope: checkCount('maxRowsPerScope', options.maxRowsPerScope, 256, 1, 10_000_000, true),
-    inFlightCapacity: checkCount('inFlightCapacity', options.inFlightCapacity, 65_536, 1, 1 << 24),
-    maxThreads: checkCount('maxThreads', options.maxThreads, 1024, 1, 4096),
+    maxRowsPerScope: integerOrInfinity('maxRowsPerScope', options.maxRowsPerScope, 256, 1, 10_000_000),
+    inFlightCapacity: integer('inFlightCapacity', options.inFlightCapacity, 65_536, 1, 1 << 24),
+    maxThreads: integer('maxThreads', options.maxThreads, 1024, 1, 4096),
     cancellationSlots: cancellationSlots(maxRows),
     buckets: bucketsFor(maxRows),
   };
@@ -232,43 +214,5 @@ export class QuotaPolicy {
     } finally {
       Atomics.compareExchange(state, kStReclaimLock, token, 0);
     }
-  }
-
-  /**
-   * Removes cancellation rows older than `ttlMs` (strictly) and in-flight rows whose owning thread
-   * has exited. Publishes `sluice:cancellation:cleanup`. `ttlMs` is checked by the caller.
-   */
-  expire(ttlMs: number): CleanupResult {
-    const c = this.#c;
-    const now = Date.now();
-    let removed = 0;
-    const cancels = c.cancels;
-    for (let s = 0; s < cancels.slots; s++) {
-      const ctl = cancels.ctl(s);
-      if ((ctl & kStateMask) !== kLive) continue;
-      const v = cancels.valueIndex(s);
-      if (now - cancels.f64[(v + kCvAt) >>> 1] > ttlMs && cancels.remove(s, ctl) !== 0) {
-        rowGone(c.state, kStBuckets + (cancels.i32[v + kCvScopeHash] & c.bucketMask));
-        removed++;
-      }
-    }
-    let inFlightRemoved = 0;
-    const inFlight = c.inFlight;
-    for (let s = 0; s < inFlight.slots; s++) {
-      const ctl = inFlight.ctl(s);
-      if ((ctl & kStateMask) !== kLive) continue;
-      if (!c.roster.alive(inFlight.i32[inFlight.valueIndex(s) + kIvOwner]) && inFlight.remove(s, ctl) !== 0) {
-        Atomics.add(c.state, kStPool, 1);
-        inFlightRemoved++;
-      }
-    }
-    c.counters[c.cb + kCtExpired] += removed;
-    c.counters[c.cb + kCtInFlightSwept] += inFlightRemoved;
-    const result: CleanupResult = { removed, inFlightRemoved };
-    if (cancellationCleanupChannel.hasSubscribers) {
-      const event: CancellationCleanupEvent = { removed, inFlightRemoved };
-      cancellationCleanupChannel.publish(event);
-    }
-    return result;
   }
 }
