@@ -15,7 +15,7 @@
  * Valkey, not Redis Cluster: the keys of one change live in different slots).
  *
  * Keys (P is the prefix):
- * - P task:<id>       hash: the task (fields in task-store.ts), PEXPIRE its lifetime + a grace;
+ * - P task:<id>       hash: the task (fields in tasks/record-hash.ts), PEXPIRE its lifetime + a grace;
  * - P tasks           zset id → expiresAt: every task kept (maxTasks is its ZCARD; sweeps read it);
  * - P owner:<owner>   zset id → seq: one owner's tasks in creation order (list, maxTasksPerOwner);
  * - P running:<node>  set of the unfinished tasks whose runner is on that node (sweeps of dead nodes);

@@ -1,9 +1,10 @@
 /**
  * RedisTaskStore: the TaskStore of cluster mode. Every Sluice node's store works on the same Redis
  * keys, so a task created on node A is read, answered and cancelled through B, and A's watchers
- * see it. Semantics match MemoryTaskStore's exactly (bounds, byte accounting, lifetimes, owner
- * isolation, terminal finality, answers and their keys, cursors, lost runners, watches); what it
- * adds is the cluster: every change is one Lua script (task-lua.ts, where the keys are listed),
+ * see it. Its transitions are MemoryTaskStore's, from the same pure functions (tasks/transitions.ts:
+ * bounds, byte accounting, lifetimes, owner isolation, terminal finality, answers and their keys),
+ * and its cursors theirs (tasks/cursor.ts); what it adds is the cluster: every change is one Lua
+ * script (task-lua.ts, where the keys are listed),
  * `create` resolves once Redis acknowledged the write (a tasks/get on any node then finds it), and
  * a node that stops heartbeating has its unfinished tasks failed by the others.
  *

@@ -248,6 +248,6 @@ describe('MemoryTaskStore against the transition table', () => {
       } finally {
         await store.close();
       }
-    }), { numRuns: 200 });
+    }), { numRuns: 100 });
   });
 });
