@@ -40,6 +40,11 @@ export interface RequestInfo {
   readonly clientCapabilities?: Record<string, unknown> | undefined;
   /** The verified bearer token's caller (HTTP with `auth`), for `ctx.auth`; undefined otherwise. */
   readonly auth?: AuthInfo | undefined;
+  /**
+   * 2026-07-28: the request's `_meta` (version, capabilities, log level), extracted once by
+   * `requestInfo`. Absent when the info was made elsewhere: the params' own `_meta` is read then.
+   */
+  readonly meta?: Record<string, unknown> | undefined;
 }
 
 /** Where a legacy session keeps its log level. */
@@ -85,7 +90,10 @@ export interface Reply {
   respond(json: string, httpStatus: number): void;
   /** The request was cancelled: end the exchange without a JSON-RPC response. */
   cancelled(): void;
-  /** Refused because the in-flight table is full (HTTP: 503 + Retry-After). */
+  /**
+   * Refused because the in-flight table is full: write `refusalBody(id, kBusy)` (refusals.ts;
+   * HTTP: its 503, with Retry-After).
+   */
   busy(id: JsonRpcId): void;
   /**
    * The request was released (untracked), whatever its outcome, exactly once: after a response, a

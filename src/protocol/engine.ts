@@ -5,7 +5,6 @@ import { CatalogIndex } from './catalog-index.js';
 import type { ClientResponse, EngineConfig, Era, Reply, RequestInfo, Running } from './contract.js';
 import { LegacyEra, legacyCapabilities } from './eras/legacy.js';
 import { ModernEra, modernCapabilities } from './eras/modern.js';
-import type { EraRules } from './eras/rules.js';
 import { LogBudget, describeFailure, droppedNote } from './failure-log.js';
 import { ClientRequests } from './methods/client-requests.js';
 import { completionMethods } from './methods/completion.js';
@@ -18,6 +17,7 @@ import { toolMethods } from './methods/tools.js';
 import { TaskCalls } from './tasks/calls.js';
 import type { TaskHost, TaskRun } from './tasks/task-run.js';
 import { RequestStateSealer } from './request-state.js';
+import { refusalBody } from './refusals.js';
 import { AsyncRuns, Run } from './run.js';
 import type { Method, RunHost } from './run.js';
 import type { JsonRpcId, ProtocolError } from './wire.js';
@@ -32,8 +32,8 @@ export { toolError } from './methods/tools.js';
  */
 export class Engine {
   readonly config: EngineConfig;
-  readonly #legacy: EraRules;
-  readonly #modern: EraRules;
+  readonly #legacy: LegacyEra;
+  readonly #modern: ModernEra;
   readonly #host: RunHost;
   /** Runs whose handler went async and has not settled (shutdown cancels them). Sync runs never enter. */
   readonly #running = new AsyncRuns();
@@ -104,6 +104,18 @@ export class Engine {
    * handle is announced to `reply.started` first.
    */
   handleRequest(id: JsonRpcId, method: string, params: Record<string, unknown> | undefined, info: RequestInfo, reply: Reply): Running | undefined {
+    const modern = info.era === 'modern';
+    const era = modern ? this.#modern : this.#legacy;
+    const entry = era.methods.get(method);
+    if (modern) {
+      // The era's own refusals (capabilities, method not found) take no registry row.
+      const refused = this.#modern.refusal(method, entry, info, params);
+      if (refused !== undefined) {
+        reply.respond(refusalBody(id, refused), refused.httpStatus);
+        reply.released?.();
+        return undefined;
+      }
+    }
     const { registry, counters } = this.config;
     counters.add(Counter.Requests);
     const handle = registry.track(id, info.scope);
@@ -113,8 +125,6 @@ export class Engine {
       reply.released?.();
       return undefined;
     }
-    const era = info.era === 'modern' ? this.#modern : this.#legacy;
-    const entry = era.methods.get(method);
     if (entry === undefined) {
       new Run(this.#host, era, id, method, '', info, reply, handle).fail(era.methodNotFound(method));
       return undefined;

@@ -10,6 +10,9 @@ export type Incoming =
   | { kind: 'response'; id: unknown; result: unknown; error: unknown }
   | { kind: 'invalid'; id: JsonRpcId | null; code: number; message: string };
 
+/** A message that classified as something (not `invalid`). */
+export type Classified = Exclude<Incoming, { kind: 'invalid' }>;
+
 const hasOwn = Object.prototype.hasOwnProperty;
 
 /**

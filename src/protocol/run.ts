@@ -9,6 +9,7 @@ import type { ClientRequester, ContextHost, ListKind, LogSink, ProgressSink, Req
 import type { PoolOutcome, ToolPool } from '../tools/pool.js';
 import type { Reply, RequestInfo, Running } from './contract.js';
 import type { EraRules } from './eras/rules.js';
+import { refusalBody } from './refusals.js';
 import { ErrorCode, ProtocolError, errorBody, notificationBody, resultBody } from './wire.js';
 import type { JsonRpcId } from './wire.js';
 
@@ -223,7 +224,7 @@ export class Run implements Running, ContextHost {
         reply.cancelled();
       } else if (error instanceof ProtocolError) {
         this.#errorType = String(error.rpcCode);
-        reply.respond(protocolErrorBody(this.id, error), error.httpStatus);
+        reply.respond(refusalBody(this.id, error), error.httpStatus);
       } else {
         // A handler's own failure is a JSON-RPC error for the client (HTTP 200, as any response);
         // the log gets its stack, at a bounded rate so clients cannot flood it.
@@ -427,14 +428,5 @@ export class Run implements Running, ContextHost {
     host.counters.histograms.observe(this.method, target, outcome, durationMs / 1000);
     if (this.#span !== undefined) host.tracer!.end(this.#span, outcome);
     if (requestStopChannel.hasSubscribers) requestStopChannel.publish({ method: this.method, durationMs, status });
-  }
-}
-
-/** A ProtocolError's response; its `data` is left out when it cannot be JSON (as from a pool thread). */
-function protocolErrorBody(id: JsonRpcId, error: ProtocolError): string {
-  try {
-    return errorBody(id, error.rpcCode, error.message, error.data);
-  } catch {
-    return errorBody(id, error.rpcCode, error.message);
   }
 }

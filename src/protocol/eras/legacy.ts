@@ -1,9 +1,9 @@
 import { isInputRequired } from '../../tools/context.js';
 import type { RequestInput } from '../../tools/context.js';
 import type { CatalogIndex } from '../catalog-index.js';
-import type { Method, Run } from '../run.js';
+import type { Method } from '../run.js';
 import { ErrorCode, ProtocolError } from '../wire.js';
-import type { EraRules } from './rules.js';
+import type { EraRules, RunFacts } from './rules.js';
 
 /** The capabilities an initialize result declares (legacy: no list-change notifications). */
 export function legacyCapabilities(index: CatalogIndex, tasks: { readonly list: boolean } | undefined): Record<string, unknown> {
@@ -47,7 +47,7 @@ export class LegacyEra implements EraRules {
    * Only the capabilities the session declared at initialize. One frozen input per capabilities
    * object (sessions share a few), instead of a new one per request.
    */
-  input(run: Run): RequestInput {
+  input(run: RunFacts): RequestInput {
     const capabilities = run.info.clientCapabilities;
     if (capabilities === undefined) return kNoInput;
     let input = this.#inputs.get(capabilities);

@@ -1,10 +1,12 @@
 import { isInputRequired } from '../../tools/context.js';
 import type { RequestInput } from '../../tools/context.js';
 import type { RequestStateSealer } from '../request-state.js';
-import type { Method, Run } from '../run.js';
+import type { RequestInfo } from '../contract.js';
+import type { Method } from '../run.js';
 import { ErrorCode, ProtocolError, kMetaClientCapabilities, kMetaServerInfo } from '../wire.js';
 import { kTasksExtension } from '../tasks/wire.js';
-import type { EraRules } from './rules.js';
+import { checkModernCapabilities, metaOf } from './meta.js';
+import type { EraRules, RunFacts } from './rules.js';
 import { kCacheTtlMs } from './rules.js';
 
 /**
@@ -44,6 +46,17 @@ export class ModernEra implements EraRules {
     return new ProtocolError(ErrorCode.MethodNotFound, `Method not found: ${method}`, undefined, 404);
   }
 
+  /**
+   * The era's own refusal of a request, before it runs (on every transport, after the transport's
+   * header rules): `_meta` must declare the client's capabilities, then the method must be one
+   * this era serves (404 over HTTP). `entry` is the method's table entry, looked up once.
+   */
+  refusal(method: string, entry: Method | undefined, info: RequestInfo, params: Record<string, unknown> | undefined): ProtocolError | undefined {
+    const refused = checkModernCapabilities(info.meta ?? metaOf(params));
+    if (refused !== undefined) return refused;
+    return entry === undefined ? this.methodNotFound(method) : undefined;
+  }
+
   resourceNotFound(uri: string): ProtocolError {
     return new ProtocolError(ErrorCode.InvalidParams, 'Resource not found', { uri });
   }
@@ -53,8 +66,8 @@ export class ModernEra implements EraRules {
   }
 
   /** The request's _meta capabilities, the answers to the last round, and its requestState (checked). */
-  input(run: Run, params: Record<string, unknown> | undefined): RequestInput {
-    const meta = params?._meta as Record<string, unknown> | undefined;
+  input(run: RunFacts, params: Record<string, unknown> | undefined): RequestInput {
+    const meta = run.info.meta ?? metaOf(params);
     const capabilities = meta?.[kMetaClientCapabilities] as Record<string, unknown> | undefined;
     const responses = params?.inputResponses;
     if (responses !== undefined && (responses === null || typeof responses !== 'object' || Array.isArray(responses))) {

@@ -7,12 +7,12 @@
 import type { AuthInfo } from '../../auth/contract.js';
 import type { RequestInfo } from '../engine.js';
 import type { LevelStore } from '../contract.js';
-import type { Incoming } from '../message.js';
-import { checkModernVersion, eraOf, metaOf, modernLogLevel } from '../era.js';
+import type { Classified } from '../message.js';
+import { kNoResponses, kVersionMismatch, kVersionRequired } from '../refusals.js';
 import { ErrorCode, ProtocolError, kDefaultLegacyVersion, kLegacyVersions, kMetaProtocolVersion, kModernVersion } from '../wire.js';
+import { checkModernVersion, eraOf, metaOf, modernLogLevel } from './meta.js';
 
-/** A message that classified as something (not `invalid`). */
-export type Classified = Exclude<Incoming, { kind: 'invalid' }>;
+export type { Classified } from '../message.js';
 
 /** A legacy message's session state, as the transport keeps it. */
 export interface LegacySession {
@@ -47,10 +47,6 @@ export interface EdgeFacts {
    */
   legacySession(message: Classified): LegacySession | ProtocolError;
 }
-
-const kNoResponses = Object.freeze(new ProtocolError(ErrorCode.InvalidRequest, 'Clients must not send responses', undefined, 400));
-const kVersionRequired = Object.freeze(new ProtocolError(ErrorCode.HeaderMismatch, 'MCP-Protocol-Version header is required', undefined, 400));
-const kVersionMismatch = Object.freeze(new ProtocolError(ErrorCode.HeaderMismatch, 'MCP-Protocol-Version header does not match _meta', undefined, 400));
 
 /** The last client scope seen and its modern scope: a keep-alive client's requests build the string once. */
 let lastClientScope = '';
@@ -89,7 +85,7 @@ export function requestInfo(message: Classified, edge: EdgeFacts): RequestInfo |
     }
     const client = edge.clientScope();
     const scope = edge.isolateModern ? modernScope(client) : client;
-    return { era: 'modern', version: kModernVersion, scope, client, logLevel: modernLogLevel(meta), auth: edge.auth };
+    return { era: 'modern', version: kModernVersion, scope, client, logLevel: modernLogLevel(meta), auth: edge.auth, meta };
   }
   if (headerVersion !== undefined && !(kLegacyVersions as readonly string[]).includes(headerVersion)) {
     return new ProtocolError(ErrorCode.InvalidRequest, `Bad Request: unsupported MCP-Protocol-Version ${headerVersion}`, undefined, 400);

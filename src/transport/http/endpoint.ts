@@ -1,8 +1,8 @@
 import { threadId } from 'node:worker_threads';
 import type { Engine, RequestInfo } from '../../protocol/engine.js';
 import { requestInfo } from '../../protocol/eras/request-info.js';
-import type { Classified } from '../../protocol/eras/request-info.js';
-import { classify, kBrokenJson, parseJson } from '../../protocol/message.js';
+import type { Classified } from '../../protocol/message.js';
+import { readMessage, refusalBody } from '../../protocol/refusals.js';
 import { ErrorCode, ProtocolError, errorBody } from '../../protocol/wire.js';
 import type { JsonRpcId } from '../../protocol/wire.js';
 import type { SessionDirectoryAccess } from '../../cluster/session-client.js';
@@ -12,8 +12,8 @@ import { MetricsScrape } from '../../telemetry/scrape.js';
 import { AuthRefusal } from '../../auth/gate.js';
 import type { AuthGate, Granted } from '../../auth/gate.js';
 import { HttpAuth } from './auth.js';
-import { Clients, kRefused } from './client.js';
-import type { Authenticate } from './client.js';
+import { Clients, kRefused } from './caller.js';
+import type { Authenticate } from './caller.js';
 import { ResponseHeaders } from './cors.js';
 import type { Exchange } from './exchange.js';
 import { HeaderRules } from './headers.js';
@@ -23,9 +23,10 @@ import { checkModernRequest } from './modern.js';
 import { ParamHeaders } from './param-headers.js';
 import { HttpReply } from './reply.js';
 import type { ReplyShared } from './reply.js';
-import { RetryLater, kBatch, kInternal, kParseError, kSessionRequired, kTooManyInFlight, kUnauthorized } from './refusals.js';
+import { kNotReady, isDraining } from './readiness.js';
+import { RetryLater, kInternal, kSessionRequired, kTooManyInFlight, kUnauthorized } from './refusals.js';
 
-export type { AuthRequest, Authenticate, Principal } from './client.js';
+export type { AuthRequest, Authenticate, Principal } from './caller.js';
 export { hostName, kLoopbackHosts } from './headers.js';
 
 export interface HttpEndpointOptions {
@@ -88,16 +89,15 @@ const kAllow: Headers = [['allow', 'POST, DELETE']];
 const kAllowPost: Headers = [['allow', 'POST']];
 const kMetricsType: Headers = [['content-type', 'text/plain; version=0.0.4']];
 const kText: Headers = [['content-type', 'text/plain'], ['cache-control', 'no-store']];
-/** The whole shared word is this bit while shutting down (server/assembly.ts kNotReady.Draining). */
-const kDraining = 1;
 /** initialize while draining: come back in a second (the balancer will have sent you elsewhere). */
 const kDrainingRefusal = Object.freeze(new RetryLater(-32000, 'server shutting down: open the session on another node', undefined, 503));
 /**
  * MCP Streamable HTTP for both eras, over any adapter: it routes, and writes what the rules
- * decide. Header rules (headers.ts, cors.ts), who the client is (client.ts), legacy sessions
+ * decide. Header rules (headers.ts, cors.ts), who the caller is (caller.ts), legacy sessions
  * (legacy.ts), 2026-07-28 headers (modern.ts), per-client limits (limits.ts) each answer a
- * `ProtocolError` or nothing; the era, version and RequestInfo are `requestInfo`'s; everything
- * after that is the engine's.
+ * `ProtocolError` or nothing; how a body reads as a message, and its refusals, are the
+ * protocol's (`readMessage`); the era, version and RequestInfo are `requestInfo`'s; everything
+ * after that (the era's own refusals included) is the engine's.
  */
 export class HttpEndpoint {
   readonly #engine: Engine;
@@ -215,7 +215,7 @@ export class HttpEndpoint {
   #probe(ex: Exchange): void {
     if (ex.path === '/healthz') return ex.respond(200, kText, 'ok');
     const flags = this.#o.readiness === undefined ? 0 : Atomics.load(this.#o.readiness, 0);
-    if ((flags & kDraining) !== 0) return ex.respond(503, kText, 'draining');
+    if ((flags & kNotReady.Draining) !== 0) return ex.respond(503, kText, 'draining');
     ex.respond(200, kText, flags === 0 ? 'ready' : 'ready, cluster link down');
   }
 
@@ -270,7 +270,7 @@ export class HttpEndpoint {
     }
     // Draining: no new session here; requests of open ones are still served through the grace. In
     // cluster mode a session opened now lives in Redis and is served by any node: no refusal.
-    if (message.kind === 'request' && message.method === 'initialize' && this.#o.cluster !== true && this.#o.readiness !== undefined && (Atomics.load(this.#o.readiness, 0) & kDraining) !== 0) {
+    if (message.kind === 'request' && message.method === 'initialize' && this.#o.cluster !== true && isDraining(this.#o.readiness)) {
       return this.#fail(ex, message.id, kDrainingRefusal);
     }
     const edge = new HttpEdge(ex, this.#clients, this.#sessions, principal);
@@ -299,7 +299,7 @@ export class HttpEndpoint {
     }
     if (message.kind === 'notification') return this.#notification(ex, message.method, message.params, info);
     if (info.era === 'modern') {
-      const problem = checkModernRequest(ex, message.method, message.params, this.#engine, this.#params);
+      const problem = checkModernRequest(ex, message.method, message.params, this.#params);
       if (problem !== undefined) return this.#fail(ex, message.id, problem);
     } else {
       // Cluster mode: a new session or a new log level is in Redis before the response goes out.
@@ -337,11 +337,8 @@ export class HttpEndpoint {
 
   /** The body as one classified JSON-RPC message; undefined when it was refused (answered here). */
   #message(ex: Exchange, body: Uint8Array): Classified | undefined {
-    const parsed = parseJson(body);
-    if (parsed === kBrokenJson) return this.#fail(ex, null, kParseError);
-    if (Array.isArray(parsed)) return this.#fail(ex, null, kBatch);
-    const message = classify(parsed);
-    if (message.kind === 'invalid') return this.#fail(ex, message.id, new ProtocolError(message.code, message.message, undefined, 400));
+    const message = readMessage(body);
+    if (message.kind === 'refused') return this.#fail(ex, message.id, message.error);
     return message;
   }
 
@@ -379,7 +376,7 @@ export class HttpEndpoint {
   /** Answers a refusal: its HTTP status and a JSON-RPC error (Retry-After on 429/503 refusals). */
   #fail(ex: Exchange, id: JsonRpcId | null, error: ProtocolError): undefined {
     if (ex.aborted) return undefined;
-    ex.respond(error.httpStatus, [...(error instanceof RetryLater ? kBusy : kJson), ...this.#headers.extra(ex)], errorBody(id, error.rpcCode, error.message, error.data));
+    ex.respond(error.httpStatus, [...(error instanceof RetryLater ? kBusy : kJson), ...this.#headers.extra(ex)], refusalBody(id, error));
     return undefined;
   }
 

@@ -1,3 +1,6 @@
+import { kBadFraming, kHeadersTooLarge, kPayloadTooLarge, refusalBody } from '../../protocol/refusals.js';
+import type { ProtocolError } from '../../protocol/wire.js';
+
 /** What `Exchange.readBody` calls back with. */
 export type BodyCallback = (body: Uint8Array | 'too_large' | undefined) => void;
 
@@ -82,13 +85,24 @@ export const kMaxHeaderCount = 100;
  */
 export const kMaxHeaderBytes = 16 * 1024;
 
-/** A JSON-RPC error body (id null, -32600) for what an adapter refuses before the endpoint sees it. */
-const refusal = (message: string) => `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"${message}"}}`;
-/** The adapters' own refusals, written once for both: the same bytes whichever HTTP library serves. */
+/** A refusal an adapter answers itself: the protocol's error, serialised once (id null). */
+export interface AdapterRefusal {
+  readonly status: number;
+  readonly body: string;
+}
+
+function adapterRefusal(error: ProtocolError): AdapterRefusal {
+  return Object.freeze({ status: error.httpStatus, body: refusalBody(null, error) });
+}
+
+/**
+ * What an adapter refuses before the endpoint sees the request, from the protocol's refusal table:
+ * the same bytes whichever HTTP library serves.
+ */
 export const kAdapterRefusal = {
-  payloadTooLarge: refusal('Payload Too Large'),
-  headersTooLarge: refusal('Request Header Fields Too Large'),
-  badFraming: refusal('Bad Request: ambiguous message framing'),
+  payloadTooLarge: adapterRefusal(kPayloadTooLarge),
+  headersTooLarge: adapterRefusal(kHeadersTooLarge),
+  badFraming: adapterRefusal(kBadFraming),
 } as const;
 
 /** Headers every adapter copies up front (uWS only allows reading them synchronously). */

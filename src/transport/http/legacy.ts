@@ -13,7 +13,7 @@ import type { SessionLookup } from '../../sessions/store.js';
 import type { SessionStore } from '../../sessions/store.js';
 import { Counter } from '../../telemetry/counters.js';
 import type { ServerCounters } from '../../telemetry/counters.js';
-import type { Clients } from './client.js';
+import type { Clients } from './caller.js';
 import type { Exchange } from './exchange.js';
 import { RetryLater, kSessionNotFound, kSessionRequired, kSessionsFull, kTooManySessions } from './refusals.js';
 

@@ -1,12 +1,10 @@
 /**
- * 2026-07-28 HTTP rules beyond the version (which `requestInfo` checks): the Mcp-Method and
+ * 2026-07-28 HTTP header rules beyond the version (which `requestInfo` checks): the Mcp-Method and
  * Mcp-Name headers must repeat the body, a tools/call's Mcp-Param-* headers its annotated
- * arguments, `_meta` must declare the client's capabilities, and a method the era does not
- * implement is 404. In the order the conformance suite checks them.
+ * arguments. In the order the conformance suite checks them; the era's own rules (`_meta`
+ * capabilities, method not found) come after these, in the engine, for every transport.
  */
-import type { Engine } from '../../protocol/engine.js';
-import { metaOf } from '../../protocol/era.js';
-import { ErrorCode, ProtocolError, kMetaClientCapabilities } from '../../protocol/wire.js';
+import { ErrorCode, ProtocolError } from '../../protocol/wire.js';
 import type { Exchange } from './exchange.js';
 import { decodeHeaderValue, trimOws } from './param-headers.js';
 import type { ParamHeaders } from './param-headers.js';
@@ -26,10 +24,9 @@ const kMethodMismatch = mismatch('Mcp-Method header does not match the body');
 const kNameRequired = mismatch('Mcp-Name header is required');
 const kNameMismatch = mismatch('Mcp-Name header does not match the body');
 const kNameEncoding = mismatch('Mcp-Name header is not valid =?base64?…?= (canonical base64 of UTF-8)');
-const kCapabilitiesRequired = Object.freeze(new ProtocolError(ErrorCode.InvalidParams, `_meta["${kMetaClientCapabilities}"] is required`, undefined, 400));
 
-/** The header and _meta refusal of a modern request, if any. */
-export function checkModernRequest(ex: Exchange, method: string, params: Record<string, unknown> | undefined, engine: Engine, paramHeaders: ParamHeaders): ProtocolError | undefined {
+/** The header refusal of a modern request, if any. */
+export function checkModernRequest(ex: Exchange, method: string, params: Record<string, unknown> | undefined, paramHeaders: ParamHeaders): ProtocolError | undefined {
   const methodHeader = ex.header('mcp-method');
   if (methodHeader === undefined) return kMethodRequired;
   // OWS around a field value is not part of it (RFC 9110 §5.5); most clients send none.
@@ -46,8 +43,5 @@ export function checkModernRequest(ex: Exchange, method: string, params: Record<
       if (refused !== undefined) return refused;
     }
   }
-  const capabilities = metaOf(params)?.[kMetaClientCapabilities];
-  if (capabilities === null || typeof capabilities !== 'object' || Array.isArray(capabilities)) return kCapabilitiesRequired;
-  if (!engine.implements('modern', method)) return new ProtocolError(ErrorCode.MethodNotFound, `Method not found: ${method}`, undefined, 404);
   return undefined;
 }

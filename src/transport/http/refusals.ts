@@ -1,6 +1,8 @@
 /**
- * The refusals the HTTP rules return: `ProtocolError`s carrying their HTTP status, made once
- * (a refused flood allocates nothing for its answer but the body). The endpoint writes them.
+ * The refusals of the HTTP transport's own rules (Host, Origin, media types, sessions, per-client
+ * limits): `ProtocolError`s carrying their HTTP status, made once (a refused flood allocates
+ * nothing for its answer but the body). The endpoint writes them; a message's own refusals (parse
+ * errors, batches, invalid messages, busy) are the protocol's table (src/protocol/refusals.ts).
  */
 import { ErrorCode, ProtocolError } from '../../protocol/wire.js';
 
@@ -16,8 +18,6 @@ export const kOriginRefused = refusal(403, 'Forbidden: Origin not allowed');
 export const kUnsupportedMediaType = refusal(415, 'Unsupported Media Type: Content-Type must be application/json');
 export const kNotAcceptable = refusal(406, 'Not Acceptable: accept application/json or text/event-stream');
 export const kUnauthorized = refusal(401, 'Unauthorized');
-export const kParseError = refusal(400, 'Parse error', ErrorCode.ParseError);
-export const kBatch = refusal(400, 'Batches are not supported: send one message per POST');
 export const kSessionRequired = refusal(400, 'Bad Request: Mcp-Session-Id header is required');
 export const kSessionNotFound = refusal(404, 'Session not found');
 export const kInternal = refusal(500, 'Internal error', ErrorCode.InternalError);

@@ -1,5 +1,6 @@
 import type { NotifyKind, Reply, Running } from '../../protocol/engine.js';
-import { ErrorCode, errorBody, notificationBody } from '../../protocol/wire.js';
+import { kBusy, refusalBody } from '../../protocol/refusals.js';
+import { notificationBody } from '../../protocol/wire.js';
 import type { JsonRpcId } from '../../protocol/wire.js';
 import type { SessionStore } from '../../sessions/store.js';
 import { Counter } from '../../telemetry/counters.js';
@@ -10,7 +11,7 @@ import { kSseHeaders, sseEvent } from './sse.js';
 type Headers = readonly (readonly [string, string])[];
 
 const kJson: Headers = [['content-type', 'application/json']];
-const kBusy: Headers = [['retry-after', '1'], ['content-type', 'application/json']];
+const kRetryLater: Headers = [['retry-after', '1'], ['content-type', 'application/json']];
 const kNone: Headers = [];
 
 /** How a reply treats a reader that does not keep up (per connection: one exchange at a time). */
@@ -116,7 +117,7 @@ export class HttpReply implements Reply {
     this.#done = true;
     if (!this.#streaming) {
       // A 429 or 503 (a quota, a full table) says when to try again, whichever layer refused.
-      this.#ex.respond(httpStatus, this.#headers(httpStatus === 429 || httpStatus === 503 ? kBusy : kJson), json);
+      this.#ex.respond(httpStatus, this.#headers(httpStatus === 429 || httpStatus === 503 ? kRetryLater : kJson), json);
       return;
     }
     if (this.#congested) {
@@ -161,7 +162,7 @@ export class HttpReply implements Reply {
     if (session !== undefined) this.#shared.store?.remove(session);
     if (this.#done || this.#ex.aborted) return;
     this.#done = true;
-    this.#ex.respond(503, extra.length === 0 ? kBusy : [...kBusy, ...extra], errorBody(id, ErrorCode.InternalError, 'Server busy: too many requests in flight'));
+    this.#ex.respond(kBusy.httpStatus, extra.length === 0 ? kRetryLater : [...kRetryLater, ...extra], refusalBody(id, kBusy));
   }
 
   released(): void {

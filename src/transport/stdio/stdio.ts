@@ -1,10 +1,10 @@
-import { isUtf8 } from 'node:buffer';
 import type { Readable, Writable } from 'node:stream';
 import type { Engine, Reply } from '../../protocol/engine.js';
 import { requestInfo } from '../../protocol/eras/request-info.js';
-import type { Classified, EdgeFacts, LegacySession } from '../../protocol/eras/request-info.js';
-import { classify } from '../../protocol/message.js';
-import { ErrorCode, ProtocolError, errorBody } from '../../protocol/wire.js';
+import type { EdgeFacts, LegacySession } from '../../protocol/eras/request-info.js';
+import type { Classified } from '../../protocol/message.js';
+import { kBusy, kLineTooLong, readMessage, refusalBody } from '../../protocol/refusals.js';
+import { ProtocolError } from '../../protocol/wire.js';
 import type { JsonRpcId } from '../../protocol/wire.js';
 
 export interface StdioOptions {
@@ -56,109 +56,143 @@ class StdioEdge implements EdgeFacts, LegacySession {
  */
 export function serveStdio(engine: Engine, options: StdioOptions): Promise<void> {
   const { input, output, maxLineBytes } = options;
-  let pending: Buffer[] = [];
-  let pendingSize = 0;
-  let discarding = false;
-  let active = 0;
-  let ended = false;
-  const edge = new StdioEdge();
-  let finish: () => void = () => {};
-  const done = new Promise<void>((resolve) => { finish = resolve; });
-  const write = (line: string) => { output.write(`${line}\n`); };
-  const settle = () => { if (ended && active === 0) finish(); };
+  return new Promise<void>((resolve) => {
+    const connection = new StdioConnection(engine, (line) => { output.write(`${line}\n`); }, resolve);
+    const lines = new LineSplitter(maxLineBytes, (line) => connection.line(line), () => connection.refuse(null, kLineTooLong));
+    input.on('data', (chunk: Buffer) => lines.push(chunk));
+    // The input's end is the client's end: open listen streams finish, then the server does.
+    const inputEnded = () => connection.inputEnded();
+    input.once('end', inputEnded);
+    input.once('close', inputEnded);
+  });
+}
 
-  const handleLine = (bytes: Buffer) => {
-    // Broken UTF-8 is refused as HTTP refuses it, not decoded lossily into U+FFFD.
-    if (!isUtf8(bytes)) {
-      write(errorBody(null, ErrorCode.ParseError, 'Parse error: the line is not valid UTF-8'));
-      return;
-    }
-    const line = bytes.toString('utf8');
-    if (line.trim() === '') return;
-    let value: unknown;
-    try {
-      value = JSON.parse(line);
-    } catch {
-      write(errorBody(null, ErrorCode.ParseError, 'Parse error'));
-      return;
-    }
-    if (Array.isArray(value)) {
-      write(errorBody(null, ErrorCode.InvalidRequest, 'Batches are not supported: one message per line'));
-      return;
-    }
-    const message = classify(value);
-    if (message.kind === 'invalid') {
-      write(errorBody(message.id, message.code, message.message));
-      return;
-    }
-    const info = requestInfo(message, edge);
+/** Whether a line holds only JSON whitespace (a blank line is no message: skipped). */
+function blank(bytes: Buffer): boolean {
+  for (let i = 0; i < bytes.length; i++) {
+    const b = bytes[i];
+    if (b !== 0x20 && b !== 0x09 && b !== 0x0d) return false;
+  }
+  return true;
+}
+
+/**
+ * One stdio connection: each line is read as the protocol reads any framed message (`readMessage`:
+ * the same refusals as HTTP bodies), then `requestInfo`, then the engine. A notification is never
+ * answered here, not even with an error: a refused one is logged instead.
+ */
+class StdioConnection {
+  readonly #engine: Engine;
+  readonly #write: (line: string) => void;
+  readonly #finished: () => void;
+  readonly #edge = new StdioEdge();
+  readonly #done = (): void => {
+    this.#active--;
+    this.#settle();
+  };
+  #active = 0;
+  #ended = false;
+
+  constructor(engine: Engine, write: (line: string) => void, finished: () => void) {
+    this.#engine = engine;
+    this.#write = write;
+    this.#finished = finished;
+  }
+
+  refuse(id: JsonRpcId | null, error: ProtocolError): void {
+    this.#write(refusalBody(id, error));
+  }
+
+  line(bytes: Buffer): void {
+    if (blank(bytes)) return;
+    const message = readMessage(bytes);
+    if (message.kind === 'refused') return this.refuse(message.id, message.error);
+    const engine = this.#engine;
+    const info = requestInfo(message, this.#edge);
     if (info instanceof ProtocolError) {
-      // A notification is never answered on stdio, not even with an error: it is logged instead.
-      if (message.kind === 'request') write(errorBody(message.id, info.rpcCode, info.message, info.data));
+      if (message.kind === 'request') this.refuse(message.id, info);
       else engine.config.log('warn', `sluice: ${message.kind === 'response' ? 'a response' : message.method} refused: ${info.message}`);
       return;
     }
-    if (message.kind === 'response') {
-      engine.handleResponse(message, info.scope);
-      return;
-    }
+    if (message.kind === 'response') return engine.handleResponse(message, info.scope);
     if (message.kind === 'notification') {
       const refused = engine.handleNotification(message.method, message.params, info);
-      // A notification is never answered on stdio, not even with an error: it is logged instead.
-      if (refused !== undefined) engine.config.log('warn', `sluice: ${message.method} refused: ${errorBody(null, refused.rpcCode, refused.message, refused.data)}`);
+      if (refused !== undefined) engine.config.log('warn', `sluice: ${message.method} refused: ${refusalBody(null, refused)}`);
       return;
     }
-    active++;
-    const reply = new StdioReply(write, () => { active--; settle(); });
+    this.#active++;
+    const reply = new StdioReply(this.#write, this.#done);
     const running = engine.handleRequest(message.id, message.method, message.params, info, reply);
     if (running === undefined) reply.finish();
-  };
+  }
 
-  input.on('data', (chunk: Buffer) => {
+  inputEnded(): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    this.#engine.closeListeners();
+    this.#settle();
+  }
+
+  #settle(): void {
+    if (this.#ended && this.#active === 0) this.#finished();
+  }
+}
+
+/**
+ * Splits a byte stream into lines of at most `maxLineBytes`. A longer line is refused once
+ * (`tooLong`) and the rest of it dropped unread, then the next line is read as usual.
+ */
+class LineSplitter {
+  readonly #max: number;
+  readonly #line: (bytes: Buffer) => void;
+  readonly #tooLong: () => void;
+  #pending: Buffer[] = [];
+  #pendingSize = 0;
+  /** Dropping the rest of an over-long line, up to its newline. */
+  #discarding = false;
+
+  constructor(maxLineBytes: number, line: (bytes: Buffer) => void, tooLong: () => void) {
+    this.#max = maxLineBytes;
+    this.#line = line;
+    this.#tooLong = tooLong;
+  }
+
+  push(chunk: Buffer): void {
     let start = 0;
     for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, start)) {
       const piece = chunk.subarray(start, i);
       start = i + 1;
-      if (discarding) {
-        discarding = false;
-        pending = [];
-        pendingSize = 0;
+      if (this.#discarding) {
+        this.#discarding = false;
+        this.#clear();
         continue;
       }
-      if (pendingSize + piece.length > maxLineBytes) {
-        pending = [];
-        pendingSize = 0;
-        write(errorBody(null, ErrorCode.ParseError, 'Line too long'));
+      if (this.#pendingSize + piece.length > this.#max) {
+        this.#clear();
+        this.#tooLong();
         continue;
       }
-      const line = pendingSize === 0 ? piece : Buffer.concat([...pending, piece]);
-      pending = [];
-      pendingSize = 0;
-      handleLine(line);
+      const line = this.#pendingSize === 0 ? piece : Buffer.concat([...this.#pending, piece]);
+      this.#clear();
+      this.#line(line);
     }
-    if (start < chunk.length && !discarding) {
+    if (start < chunk.length && !this.#discarding) {
       const rest = chunk.subarray(start);
-      pendingSize += rest.length;
-      if (pendingSize > maxLineBytes) {
-        discarding = true; // drop the rest of this line, then carry on with the next
-        pending = [];
-        pendingSize = 0;
-        write(errorBody(null, ErrorCode.ParseError, 'Line too long'));
+      this.#pendingSize += rest.length;
+      if (this.#pendingSize > this.#max) {
+        this.#discarding = true; // drop the rest of this line, then carry on with the next
+        this.#clear();
+        this.#tooLong();
       } else {
-        pending.push(Buffer.from(rest));
+        this.#pending.push(Buffer.from(rest));
       }
     }
-  });
-  // The input's end is the client's end: open listen streams finish, then the server does.
-  const inputEnded = () => {
-    if (ended) return;
-    ended = true;
-    engine.closeListeners();
-    settle();
-  };
-  input.once('end', inputEnded);
-  input.once('close', inputEnded);
-  return done;
+  }
+
+  #clear(): void {
+    this.#pending = [];
+    this.#pendingSize = 0;
+  }
 }
 
 class StdioReply implements Reply {
@@ -188,7 +222,7 @@ class StdioReply implements Reply {
 
   busy(id: JsonRpcId): void {
     if (this.#done) return;
-    this.#write(errorBody(id, ErrorCode.InternalError, 'Server busy: too many requests in flight'));
+    this.#write(refusalBody(id, kBusy));
     this.finish();
   }
 

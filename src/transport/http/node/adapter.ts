@@ -30,7 +30,8 @@ export function listenNode(options: AdapterOptions): Promise<Listening> {
     // let through so that a request over it is seen, and refused like on uWS.
     if (req.rawHeaders.length > 2 * kMaxHeaderCount) {
       res.shouldKeepAlive = false;
-      res.writeHead(431, { 'content-type': 'application/json', connection: 'close' }).end(kAdapterRefusal.headersTooLarge);
+      const { status, body } = kAdapterRefusal.headersTooLarge;
+      res.writeHead(status, { 'content-type': 'application/json', connection: 'close' }).end(body);
       return;
     }
     active++;
@@ -175,7 +176,8 @@ class NodeExchange implements Exchange {
   }
 
   #tooLarge(): 'too_large' {
-    this.respond(413, [['connection', 'close'], ['content-type', 'application/json']], kAdapterRefusal.payloadTooLarge);
+    const { status, body } = kAdapterRefusal.payloadTooLarge;
+    this.respond(status, [['connection', 'close'], ['content-type', 'application/json']], body);
     this.#req.resume();
     setImmediate(() => this.#req.destroy());
     return 'too_large';

@@ -1,83 +1,10 @@
 import { SluiceError } from '../../../errors.js';
 import type { AdapterOptions, Listening } from '../adapter.js';
 import type { BodyCallback, Exchange } from '../exchange.js';
-import { collectHeader, kAdapterRefusal, kMaxHeaderBytes, kMaxHeaderCount, kStatusText } from '../exchange.js';
+import { kAdapterRefusal, kStatusText } from '../exchange.js';
+import { addressText, collectHeaders, framingFault } from './framing.js';
 import { loadUws } from './load.js';
 import type { UwsRequest, UwsResponse } from './load.js';
-
-const kDecoder = new TextDecoder();
-/**
- * The last peer address seen by this thread, binary and as text: keep-alive clients send request
- * after request from one address, and comparing ≤ 16 bytes is cheaper than formatting them again.
- */
-let lastAddress = new Uint8Array(0);
-let lastAddressText = '';
-
-function addressText(res: UwsResponse): string {
-  const bytes = new Uint8Array(res.getRemoteAddress());
-  if (bytes.length === lastAddress.length) {
-    let i = 0;
-    while (i < bytes.length && bytes[i] === lastAddress[i]) i++;
-    if (i === bytes.length) return lastAddressText;
-  }
-  lastAddress = bytes;
-  lastAddressText = kDecoder.decode(res.getRemoteAddressAsText());
-  return lastAddressText;
-}
-
-// `HttpRequest.forEach` calls back synchronously: two module-level callbacks and the map they fill
-// spare a closure per request. They also count what the framing checks need (every header, wanted
-// or not): how many lines and bytes, how many Content-Length lines, whether Transfer-Encoding came.
-let collecting = new Map<string, string>();
-let repeated: string | undefined;
-let headerCount = 0;
-let headerBytes = 0;
-let contentLengths = 0;
-let transferEncoding = false;
-function countHeader(name: string, value: string): void {
-  headerCount++;
-  headerBytes += name.length + value.length + 4;
-  if (name.length === 14 && name === 'content-length') contentLengths++;
-  else if (name.length === 17 && name === 'transfer-encoding') transferEncoding = true;
-}
-function collectWanted(name: string, value: string): void {
-  countHeader(name, value);
-  // Collected even after a repeat: the framing checks read Content-Length whatever came before.
-  const again = collectHeader(collecting, name, value, false);
-  repeated ??= again;
-}
-function collectAll(name: string, value: string): void {
-  countHeader(name, value);
-  const again = collectHeader(collecting, name, value, true);
-  repeated ??= again;
-}
-
-/** The peer of a request just refused for its framing (see framingFault); cleared by setImmediate. */
-let refusedPeer: string | undefined;
-function forgetRefusedPeer(): void {
-  refusedPeer = undefined;
-}
-
-
-/**
- * Why the request just collected cannot be framed safely, as [status, body], else undefined. A
- * request whose length is ambiguous (Content-Length twice, or beside Transfer-Encoding, or not a
- * plain number) cannot be answered and then followed on the same connection: what this server takes
- * for the next request, a proxy in front may take for this one's body (request smuggling). The
- * parser of some uWS builds lets such requests through, so they are checked here.
- */
-function framingFault(res: UwsResponse): readonly [number, string] | undefined {
-  // uWS answers and closes only once it has parsed all the bytes it read from this connection, and
-  // hands the handler each request in them meanwhile, synchronously: a smuggled request that came
-  // in the same read as a refused one is refused too: same peer address, same turn of the event loop
-  // (uWS.js runs microtasks between requests, so the mark lasts until setImmediate). Another
-  // connection from that address whose request lands in that very turn is refused as well.
-  if (refusedPeer !== undefined && addressText(res) === refusedPeer) return [400, kAdapterRefusal.badFraming];
-  if (headerCount > kMaxHeaderCount || headerBytes > kMaxHeaderBytes) return [431, kAdapterRefusal.headersTooLarge];
-  if (contentLengths > 1 || (contentLengths === 1 && transferEncoding)) return [400, kAdapterRefusal.badFraming];
-  if (contentLengths === 1 && !/^[0-9]{1,15}$/.test(collecting.get('content-length') ?? '')) return [400, kAdapterRefusal.badFraming];
-  return undefined;
-}
 
 // One corked write or response without a closure per call (cork runs its callback synchronously).
 let corkRes: UwsResponse;
@@ -258,23 +185,14 @@ class UwsExchange implements Exchange {
     const q = url.indexOf('?');
     this.path = q === -1 ? url : url.slice(0, q);
     // HttpRequest lives only in this synchronous call: copy what we need now, in one pass.
-    collecting = this.#headers;
-    repeated = undefined;
-    headerCount = 0;
-    headerBytes = 0;
-    contentLengths = 0;
-    transferEncoding = false;
-    req.forEach(options.allHeaders ? collectAll : collectWanted);
-    this.duplicateHeader = repeated;
+    this.duplicateHeader = collectHeaders(req, this.#headers, options.allHeaders);
     const fault = framingFault(res);
     if (fault !== undefined) {
-      if (refusedPeer === undefined) setImmediate(forgetRefusedPeer);
-      refusedPeer = addressText(res);
       // Answered at once, and the connection closed after it: nothing after these headers is read
       // as another request.
       this.refused = true;
       this.#complete = true;
-      this.respond(fault[0], [['content-type', 'application/json']], fault[1], true);
+      this.respond(fault.status, [['content-type', 'application/json']], fault.body, true);
       return;
     }
     open.add(this);
@@ -377,7 +295,8 @@ class UwsExchange implements Exchange {
   #refuseTooLarge(): void {
     if (this.#tooLarge) return;
     this.#tooLarge = true;
-    this.respond(413, [['content-type', 'application/json']], kAdapterRefusal.payloadTooLarge, true);
+    const { status, body } = kAdapterRefusal.payloadTooLarge;
+    this.respond(status, [['content-type', 'application/json']], body, true);
     this.#settle('too_large');
   }
 

@@ -1,6 +1,13 @@
-import type { Era } from './engine.js';
-import { kLogLevels } from '../tools/context.js';
-import { ErrorCode, ProtocolError, kMetaLogLevel, kMetaProtocolVersion, kModernVersion } from './wire.js';
+import type { Era } from '../contract.js';
+import { kLogLevels } from '../../tools/context.js';
+import { kCapabilitiesRequired } from '../refusals.js';
+import { ErrorCode, ProtocolError, kMetaClientCapabilities, kMetaLogLevel, kMetaProtocolVersion, kModernVersion } from '../wire.js';
+
+/**
+ * A message's `_meta`: the era it selects, and the 2026-07-28 fields read from it (version,
+ * capabilities, log level). `requestInfo` extracts it once per message and keeps it in the
+ * `RequestInfo`; every later rule reads it from there.
+ */
 
 /**
  * The era of one message, decided once for every transport (HTTP and stdio must not disagree).
@@ -29,6 +36,12 @@ export function checkModernVersion(metaVersion: unknown): ProtocolError | undefi
     return new ProtocolError(ErrorCode.UnsupportedProtocolVersion, 'Unsupported protocol version', { supported: [kModernVersion], requested: metaVersion }, 400);
   }
   return undefined;
+}
+
+/** A modern request's `_meta` capabilities: an object (maybe empty), or the refusal. */
+export function checkModernCapabilities(meta: Record<string, unknown> | undefined): ProtocolError | undefined {
+  const capabilities = meta?.[kMetaClientCapabilities];
+  return capabilities === null || typeof capabilities !== 'object' || Array.isArray(capabilities) ? kCapabilitiesRequired : undefined;
 }
 
 /** A modern request's `_meta` log level as an index into kLogLevels; undefined for none or unknown. */
