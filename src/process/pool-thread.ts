@@ -9,9 +9,13 @@ import type { CallToolResult, Tool } from '../tools/define.js';
 import type { PoolOutcome, PoolTask, PoolThreadData, PoolThreadMessage } from '../tools/pool.js';
 import { ProtocolError } from '../errors.js';
 import type { ProtocolErrorWire } from '../errors.js';
+import { importTracingModule } from '../telemetry/tracing/otel.js';
+import { ToolSpans } from '../telemetry/tracing/tool-spans.js';
 
 let registry: Registry | undefined;
 let tools: Promise<Map<string, Tool>> | undefined;
+/** Tool spans, when the `tracing` module registered a tracer provider in this thread. */
+let spans: ToolSpans | undefined;
 
 const announce = (state: PoolThreadMessage['state']) => {
   const message: PoolThreadMessage = { type: 'sluice:pool-thread', state, threadId };
@@ -33,6 +37,13 @@ export async function startPoolThread(data: PoolThreadData): Promise<void> {
   } catch {
     // A full roster: each task tries again, and fails with the reason, instead of this thread dying.
   }
+  // The tracing module first (its instrumentations before the tools' imports), as in every thread.
+  try {
+    await importTracingModule(data.tracing);
+    spans = ToolSpans.create();
+  } catch {
+    // It failed in the HTTP worker too, which refused to start: this thread is being torn down.
+  }
   tools ??= importToolsModule(data.toolsModule).then(({ catalog }) => new Map(catalog.tools.map((t) => [t.name, t])));
   await tools.catch(() => undefined);
   announce('ready');
@@ -49,8 +60,19 @@ function refuseProcessExit(): void {
   }) as typeof process.exit;
 }
 
-/** Inside a pool thread: adopt the request's row and run the handler. */
-export async function runPoolTask(data: PoolThreadData, task: PoolTask): Promise<PoolOutcome> {
+/** Inside a pool thread: adopt the request's row and run the handler (in its span, when traced). */
+export function runPoolTask(data: PoolThreadData, task: PoolTask): Promise<PoolOutcome> {
+  if (spans === undefined || task.trace === undefined) return runTool(data, task);
+  return spans.run(task.name, task.trace, () => runTool(data, task), outcomeOf);
+}
+
+/** A pool outcome as a span's `error.type`: '' for success. */
+function outcomeOf(outcome: PoolOutcome): string {
+  if (!outcome.ok) return String(outcome.error.code);
+  return outcome.result.isError === true ? 'tool_error' : '';
+}
+
+async function runTool(data: PoolThreadData, task: PoolTask): Promise<PoolOutcome> {
   registry ??= attachRegistry(data.registry);
   tools ??= importToolsModule(data.toolsModule).then(({ catalog }) => new Map(catalog.tools.map((t) => [t.name, t])));
   const tool = (await tools).get(task.name);

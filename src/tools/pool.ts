@@ -8,6 +8,8 @@ import type { CallToolResult } from './define.js';
 import type { ProtocolErrorWire } from '../errors.js';
 import { ProtocolError } from '../errors.js';
 import { kMaxValueDepth, valueProblem } from '../tasks/value-bounds.js';
+import { activeTrace } from '../telemetry/tracing/otel.js';
+import type { CarriedTrace } from '../telemetry/tracing/otel.js';
 
 /**
  * What a pool task sends back, as plain data: the tool's result (a failure other than a protocol
@@ -26,12 +28,16 @@ export interface PoolTask {
   progress: import('node:worker_threads').MessagePort | undefined;
   /** The caller's verified token (`ctx.auth`), plain data; undefined without `auth`. */
   auth?: AuthInfo | undefined;
+  /** The request span's trace context (its tool span in the pool thread is a child); undefined untraced. */
+  trace?: CarriedTrace | undefined;
 }
 
 /** What a pool thread gets as its workerData. */
 export interface PoolThreadData {
   toolsModule: string;
   registry: RegistryDescriptor;
+  /** The `tracing` module, imported in the pool thread before the tools module; undefined: none. */
+  tracing?: string | undefined;
 }
 
 /**
@@ -55,6 +61,8 @@ export interface ToolPoolOptions {
   toolsModule: string;
   registry: Registry;
   registryDescriptor: RegistryDescriptor;
+  /** The `tracing` option's module: pool threads import it too (tracer providers are per thread). */
+  tracing?: string | undefined;
   /** Pool threads (default 1). */
   threads?: number;
   /**
@@ -88,7 +96,7 @@ export class ToolPool {
     const threads = options.threads ?? 1;
     this.#registry = options.registry;
     this.#onThread = options.onThread;
-    const data: PoolThreadData = { toolsModule: options.toolsModule, registry: options.registryDescriptor };
+    const data: PoolThreadData = { toolsModule: options.toolsModule, registry: options.registryDescriptor, tracing: options.tracing };
     this.#piscina = new Piscina({
       filename: options.entry.href,
       minThreads: threads,
@@ -140,7 +148,7 @@ export class ToolPool {
       channel = new MessageChannel();
       channel.port1.on('message', (m: [number, number | undefined, string | undefined]) => sink(m[0], m[1], m[2]));
     }
-    const task: PoolTask = { name, args, ref: handle.ref, progress: channel?.port2, auth };
+    const task: PoolTask = { name, args, ref: handle.ref, progress: channel?.port2, auth, trace: activeTrace() };
     try {
       return (await this.#piscina.run(task, { signal, transferList: channel === undefined ? [] : [channel.port2] })) as PoolOutcome;
     } finally {

@@ -92,6 +92,26 @@ describe('server spans', () => {
     expect(server.attributes['mcp.session.id']).toBeUndefined();
   });
 
+  it('a pool tool runs in an execute_tool span in the pool thread, a child of the server span across threads', async () => {
+    const { url } = running.address;
+    const traceId = hex(32, '7');
+    const res = await post(url, { jsonrpc: '2.0', id: 'p1', method: 'tools/call', params: { name: 'pooled_nap', arguments: { ms: 5 }, _meta: modernMeta({ traceparent: `00-${traceId}-${hex(16, '8')}-01`, tracestate: 'vendor=p1' }) } }, { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'pooled_nap' });
+    expect(res.status).toBe(200);
+    const server = await spanWhere('the pooled_nap server span', (s) => s.traceId === traceId && s.name === 'tools/call pooled_nap');
+    const tool = await spanWhere('the pool thread span', (s) => s.traceId === traceId && s.name === 'execute_tool pooled_nap');
+    expect(tool.kind).toBe(0); // SpanKind.INTERNAL
+    expect(tool.parentSpanId).toBe(server.spanId);
+    expect(tool.traceState).toBe('vendor=p1'); // the trace state crossed with the context
+    expect(tool.thread).not.toBe(server.thread);
+    // The tool ran in the thread the span names (it answers with its own thread id).
+    const json = res.body.startsWith('{') ? res.body : res.body.split('\n').find((l) => l.startsWith('data: '))!.slice(6);
+    const body = JSON.parse(json) as { result: { structuredContent?: { thread: number }; content: { text: string }[] } };
+    const ran = body.result.structuredContent?.thread ?? (JSON.parse(body.result.content[0]!.text) as { thread: number }).thread;
+    expect(tool.thread).toBe(ran);
+    expect(tool.attributes).toMatchObject({ 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': 'pooled_nap', 'thread.id': ran });
+    expect(tool.attributes['error.type']).toBeUndefined();
+  });
+
   it('a cancel is an event on the cancelled request span', async () => {
     const { url } = running.address;
     const session = await initialize(url);

@@ -104,3 +104,23 @@ export function parseTraceparent(text: string): { traceId: string; spanId: strin
 export function formatTraceparent(span: Api.SpanContext): string {
   return `00-${span.traceId}-${span.spanId}-${(span.traceFlags & 1) === 1 ? '01' : '00'}`;
 }
+
+/** The W3C trace context of a span, as plain strings (what crosses to another thread or node). */
+export interface CarriedTrace {
+  readonly traceparent: string;
+  readonly tracestate?: string | undefined;
+}
+
+/**
+ * The active span's trace context in this thread, to carry into a message (a pool task, a bus
+ * message); undefined without the API, without an SDK's span, or with an invalid context.
+ */
+export function activeTrace(api: OtelApi | undefined = loadOtelApi()): CarriedTrace | undefined {
+  if (api === undefined) return undefined;
+  const span = api.trace.getSpan(api.context.active());
+  if (span === undefined) return undefined;
+  const context = span.spanContext();
+  if (!api.trace.isSpanContextValid(context)) return undefined;
+  const state = context.traceState?.serialize();
+  return { traceparent: formatTraceparent(context), tracestate: state === '' ? undefined : state };
+}
