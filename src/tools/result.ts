@@ -1,0 +1,148 @@
+/**
+ * What a tool returns: MCP content blocks and the tools/call result, the plain conversion of a
+ * handler's value into one, the check that a result can be sent as JSON, and the text of an error.
+ * Knows nothing of a tool's schemas (define.ts checks results against an outputSchema).
+ */
+import { render } from '../registry/reason.js';
+import { isInputRequired } from './context.js';
+import type { InputRequired } from './context.js';
+
+/** MCP content blocks a tool may return (the common ones; others pass through as given). */
+export type ContentBlock =
+  | { type: 'text'; text: string }
+  | { type: 'image'; data: string; mimeType: string }
+  | { type: 'audio'; data: string; mimeType: string }
+  | { type: 'resource_link'; uri: string; name: string; [key: string]: unknown }
+  | { type: 'resource'; resource: Record<string, unknown> };
+
+/** A tools/call result. `structuredContent`, when present, is always a JSON object. */
+export interface CallToolResult {
+  content: ContentBlock[];
+  structuredContent?: Record<string, unknown>;
+  isError?: boolean;
+  _meta?: Record<string, unknown>;
+}
+
+/**
+ * What a handler may return:
+ *  - a full CallToolResult (sent as given, once checked);
+ *  - a string: one text block;
+ *  - a JSON object: `structuredContent`, plus its JSON text as a text block;
+ *  - an array, number, boolean or null: its JSON text as a text block only. MCP's
+ *    `structuredContent` must be an object (the official SDK clients reject anything else), and
+ *    Sluice does not invent a wrapper key the tool never declared: return `{ items: [...] }` (and
+ *    declare it in `outputSchema`) to give clients structured data.
+ */
+export type ToolOutput = CallToolResult | InputRequired | string | number | boolean | null | Record<string, unknown> | unknown[];
+
+/** Turns whatever a handler returned into a CallToolResult, without a tool's outputSchema (an input-required result passes through). */
+export function toCallToolResult(output: ToolOutput): CallToolResult | InputRequired {
+  if (isInputRequired(output)) return output;
+  if (typeof output === 'string') return { content: [{ type: 'text', text: output }] };
+  if (isFullResult(output)) return output;
+  const text = JSON.stringify(output) ?? 'null';
+  return isRecord(output) ? { content: [{ type: 'text', text }], structuredContent: output } : { content: [{ type: 'text', text }] };
+}
+
+/** An isError result about the tool itself (not its arguments), naming it. */
+export function toolFailure(tool: { readonly name: string }, problem: string): CallToolResult {
+  return { content: [{ type: 'text', text: `tool ${tool.name}: ${problem}` }], isError: true };
+}
+
+/** A full CallToolResult (anything with a `content` array), as opposed to a value to wrap. */
+export function isFullResult(output: unknown): output is CallToolResult {
+  return output !== null && typeof output === 'object' && !Array.isArray(output) && Array.isArray((output as CallToolResult).content);
+}
+
+/** A JSON object: what `structuredContent` must be. */
+export function isRecord(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+/** What a value is, for a message ('an array', 'a string', …). */
+export function kindOf(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'object') return 'an object';
+  if (value === undefined) return 'nothing';
+  return `a ${typeof value}`;
+}
+
+/** Deepest result nesting walked (JSON.stringify itself would overflow the stack not much deeper). */
+const kMaxResultDepth = 1000;
+/**
+ * Objects on the current path (a cycle is an object met again below itself); reused, emptied after
+ * each walk. The first kNear levels are an array scanned by identity: a Set would give every fresh
+ * result object an identity hash, which costs more than scanning a short path. Deeper levels go to the Set.
+ */
+const kNear = 32;
+const near: object[] = [];
+const ancestors = new Set<object>();
+
+/**
+ * Why `value` cannot be sent as JSON (a BigInt, a function, a symbol, a cycle), with where, or
+ * undefined. Walks without allocating unless it finds something; objects with toJSON (Date, Buffer)
+ * are left to JSON.stringify.
+ */
+export function unserialisable(value: unknown, root: string): string | undefined {
+  const path = walk(value, 0);
+  near.length = 0;
+  if (ancestors.size > 0) ancestors.clear();
+  return path === undefined ? undefined : `${path.what} at ${root}${path.at.reverse().join('')}`;
+}
+
+interface Found { what: string; at: string[] }
+
+function walk(value: unknown, depth: number): Found | undefined {
+  switch (typeof value) {
+    case 'string': case 'number': case 'boolean': case 'undefined': return undefined;
+    case 'bigint': return { what: 'a BigInt', at: [] };
+    case 'function': return { what: 'a function', at: [] };
+    case 'symbol': return { what: 'a symbol', at: [] };
+    default: break;
+  }
+  if (value === null) return undefined;
+  const object = value as Record<string, unknown>;
+  if (typeof object.toJSON === 'function') return undefined;
+  for (let i = 0; i < depth && i < kNear; i++) if (near[i] === object) return { what: 'a circular reference', at: [] };
+  if (depth > kNear && ancestors.has(object)) return { what: 'a circular reference', at: [] };
+  if (depth >= kMaxResultDepth) return { what: `nesting deeper than ${kMaxResultDepth} levels`, at: [] };
+  if (depth < kNear) near[depth] = object;
+  else ancestors.add(object);
+  if (Array.isArray(object)) {
+    for (let i = 0; i < object.length; i++) {
+      const found = walk(object[i], depth + 1);
+      if (found !== undefined) {
+        found.at.push(`[${i}]`);
+        return found;
+      }
+    }
+  } else {
+    for (const key in object) {
+      if (!Object.prototype.hasOwnProperty.call(object, key)) continue;
+      const item = object[key];
+      if (item === undefined) continue; // JSON leaves the property out
+      const found = walk(item, depth + 1);
+      if (found !== undefined) {
+        found.at.push(`.${key}`);
+        return found;
+      }
+    }
+  }
+  if (depth >= kNear) ancestors.delete(object);
+  return undefined;
+}
+
+/**
+ * The text of anything a handler threw: an Error's message, a string, or a short rendering of any
+ * other value (`Object.create(null)`, an object whose toString throws, a Symbol), never a throw.
+ */
+export function errorText(error: unknown): string {
+  if (typeof error === 'string') return error;
+  try {
+    if (error instanceof Error && typeof error.message === 'string') return error.message;
+  } catch {
+    // a Proxy or a getter that throws: rendered below
+  }
+  return render(error, 500);
+}
