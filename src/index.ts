@@ -31,8 +31,8 @@ export type { LogLevel, ListKind, InputRequired } from './tools/context.js';
  * Tasks: where they live. `MemoryTaskStore` is the default (one node's memory); another store
  * implements `TaskStore` and is given as `createServer({ tasks: { store } })`.
  */
-export { MemoryTaskStore } from './tasks/memory-store.js';
-export type { MemoryTaskStoreOptions, TaskStoreStats } from './tasks/memory-store.js';
+export { MemoryTaskStore } from './tasks/stores/memory-store.js';
+export type { MemoryTaskStoreOptions, TaskStoreStats } from './tasks/stores/memory-store.js';
 export { kDefaultTaskLimits } from './tasks/store.js';
 export type { TaskStore, TaskLimits } from './tasks/store.js';
 export { isTerminal } from './tasks/task.js';
@@ -45,6 +45,6 @@ export type { TasksOptions } from './server/options.js';
  * `{ heartbeatMs, commandTimeoutMs }`; a node whose heartbeat stops has its unfinished tasks
  * failed by the others. Redis unreachable: calls reject with `cluster_unavailable`.
  */
-export { RedisTaskStore, kNodeStoppedReason } from './cluster/task-store.js';
-export type { RedisTaskStoreOptions } from './cluster/task-store.js';
+export { RedisTaskStore, kNodeStoppedReason } from './tasks/stores/redis-store.js';
+export type { RedisTaskStoreOptions } from './tasks/stores/redis-store.js';
 export type { RedisContext } from './cluster/contract.js';

@@ -134,15 +134,16 @@ export class SessionDirectoryHost implements SessionDirectoryAccess {
    * Serves the calls arriving on `port` (one HTTP worker's) until it closes. Every call that can be
    * read is answered, a malformed one with `unavailable`; one that cannot be read ('messageerror')
    * is named back to the worker by its position in the port's order, and that call fails there.
+   * `onProblem`: where this port's problems go (default: the host's `onProblem` option).
    */
-  attach(port: MessagePort): void {
-    const link: PortLink = { port, received: 0, sent: 0, answers: new Map() };
+  attach(port: MessagePort, onProblem: PortProblem = this.#onProblem): void {
+    const link: PortLink = { port, received: 0, sent: 0, answers: new Map(), onProblem };
     const onMessage = (message: unknown): void => {
       link.received++;
       const m = (message !== null && typeof message === 'object' ? message : {}) as Record<string, unknown>;
       if (m.op === 'undeliverable') return this.#undeliverable(link, m.seq);
       if (!validCall(message)) {
-        this.#onProblem('sluice: a malformed call to the session directory was refused');
+        onProblem('sluice: a malformed call to the session directory was refused');
         if (Number.isSafeInteger(m.id)) post(link, { type: 'answer', id: m.id as number, answer: 'unavailable' });
         return;
       }
@@ -150,7 +151,7 @@ export class SessionDirectoryHost implements SessionDirectoryAccess {
     };
     const onMessageError = (error: Error): void => {
       const seq = ++link.received;
-      this.#onProblem(`sluice: a message to the session directory could not be read (${error.message}); its call fails`);
+      onProblem(`sluice: a message to the session directory could not be read (${error.message}); its call fails`);
       post(link, { type: 'undeliverable', seq });
     };
     const detach = (): void => {
@@ -200,7 +201,7 @@ export class SessionDirectoryHost implements SessionDirectoryAccess {
 
   /** The worker could not read the host's message `seq`: if it was an answer, its call gets `unavailable` instead. */
   #undeliverable(link: PortLink, seq: unknown): void {
-    this.#onProblem('sluice: a session directory answer could not be read by its worker; the call answers unavailable');
+    link.onProblem('sluice: a session directory answer could not be read by its worker; the call answers unavailable');
     const id = typeof seq === 'number' ? link.answers.get(seq) : undefined;
     if (id === undefined) return;
     link.answers.delete(seq as number);
@@ -302,6 +303,7 @@ interface PortLink {
   sent: number;
   /** Message number → call id, for the last kRecentAnswers answers. */
   readonly answers: Map<number, number>;
+  readonly onProblem: PortProblem;
 }
 
 /** Posts to the worker, counting the message; `answer`: remember it, to fail its call if the worker cannot read it. */

@@ -14,7 +14,7 @@ import { startHttpStack } from '../server/http-stack.js';
 import type { HttpStack } from '../server/http-stack.js';
 import { filterLog } from '../server/options.js';
 import type { LocalTasks } from '../server/node-services.js';
-import { TaskStoreClient } from '../tasks/remote-store.js';
+import { TaskStoreClient } from '../tasks/stores/port-store.js';
 import { cancellationCleanupChannel, requestCancelledChannel, requestKilledChannel, requestStopChannel } from '../telemetry/channels.js';
 import { Counter } from '../telemetry/counters.js';
 import type { ServerCounters } from '../telemetry/counters.js';

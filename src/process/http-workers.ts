@@ -12,7 +12,7 @@ import type { CloseList } from '../server/close-list.js';
 import type { ServerConfig } from '../server/config.js';
 import { runnerId } from '../server/config.js';
 import type { NodeServices } from '../server/node-services.js';
-import { TaskStoreHost } from '../tasks/remote-store.js';
+import { TaskStoreHost } from '../tasks/stores/port-store.js';
 import type { ListKind } from '../tools/context.js';
 import type { AdapterKind } from '../transport/http/adapter.js';
 import { checkPortFree, freePort } from './port-probe.js';

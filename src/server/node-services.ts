@@ -5,7 +5,7 @@
  * registers its close step on the server's CloseList as it starts.
  */
 import type { SessionDirectoryHost } from '../cluster/sessions.js';
-import { MemoryTaskStore } from '../tasks/memory-store.js';
+import { MemoryTaskStore } from '../tasks/stores/memory-store.js';
 import type { TaskLimits, TaskStore } from '../tasks/store.js';
 import { Counter } from '../telemetry/counters.js';
 import type { ListKind } from '../tools/context.js';
@@ -127,7 +127,7 @@ export class NodeServices {
   async #startTasks(closer: CloseList, limits: TaskLimits): Promise<void> {
     let store = this.#config.taskStore;
     if (store === undefined && this.#cluster !== undefined) {
-      const { RedisTaskStore } = await import('../cluster/task-store.js');
+      const { RedisTaskStore } = await import('../tasks/stores/redis-store.js');
       store = new RedisTaskStore(this.#cluster.context, limits);
     }
     store ??= new MemoryTaskStore(limits);

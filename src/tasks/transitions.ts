@@ -2,7 +2,7 @@
  * The task state machine, written once: pure functions from a record (and the limits) and a change
  * to the next record, or to a refusal. The stores only persist what these return. MemoryTaskStore
  * calls them all; RedisTaskStore calls them for create's record, update and respond, and its Lua
- * scripts (cluster/task-lua.ts) mirror the rest inside Redis, where a transition must be one
+ * scripts (stores/redis-lua.ts) mirror the rest inside Redis, where a transition must be one
  * script: create's bounds (`createRefusal`), cancel (`applyCancel`), the byte bounds
  * (`byteRefusal`) and the store ending a task (`failedDraft`). test/tasks/table-model.ts drives
  * both stores and these functions with the same random operations and compares every answer.

@@ -21,18 +21,19 @@ import { describe, expect, it } from 'vitest';
 
 const kLayers: readonly (readonly string[])[] = [
   /* 0 */ ['native-free-shm/'],
-  /* 1 */ ['src/errors.ts', 'src/validate.ts'],
+  /* 1 */ ['src/errors.ts', 'src/validate.ts', 'src/value-bounds.ts'],
   /* 2 */ ['src/registry/'],
-  /* 3 */ ['src/telemetry/', 'src/sessions/', 'src/tasks/', 'src/auth/'],
+  /* 3 */ ['src/telemetry/', 'src/sessions/', 'src/auth/'],
   /* 4 */ ['src/tools/', 'src/catalog/', 'src/cluster/'],
-  /* 5 */ ['src/protocol/'],
-  /* 6 */ ['src/transport/'],
-  /* 7 */ ['src/server/'], // the composition root: config resolved once, the stack of each role, the close list
-  /* 8 */ ['src/process/'], // process and thread start-up: supervisor, HTTP worker and pool threads, stdio, entries
-  /* 9 */ ['src/client/'], // only the CLI (and the public entry) may use the client; its own imports: kClientMayImport
-  /* 10 */ ['src/loadgen/'], // sluice bench's load generator: speaks MCP as a client, knows nothing of the server
-  /* 11 */ ['src/cli/'],
-  /* 12 */ ['src/index.ts'], // the public API: nothing inside src/ imports it
+  /* 5 */ ['src/tasks/'], // the task state machine, and beside it the stores (memory, over a port, Redis: above cluster/)
+  /* 6 */ ['src/protocol/'],
+  /* 7 */ ['src/transport/'],
+  /* 8 */ ['src/server/'], // the composition root: config resolved once, the stack of each role, the close list
+  /* 9 */ ['src/process/'], // process and thread start-up: supervisor, HTTP worker and pool threads, stdio, entries
+  /* 10 */ ['src/client/'], // only the CLI (and the public entry) may use the client; its own imports: kClientMayImport
+  /* 11 */ ['src/loadgen/'], // sluice bench's load generator: speaks MCP as a client, knows nothing of the server
+  /* 12 */ ['src/cli/'],
+  /* 13 */ ['src/index.ts'], // the public API: nothing inside src/ imports it
 ];
 
 /** The client talks to any MCP server: it imports the wire constants and the errors, nothing of the server. */

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RedisTaskStore } from '../../src/cluster/task-store.js';
+import { RedisTaskStore } from '../../src/tasks/stores/redis-store.js';
 import { SluiceError } from '../../src/errors.js';
 import type { TaskRecord, TaskStatus } from '../../src/tasks/task.js';
 import { startRedis } from '../helpers/redis.js';

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { SluiceError } from '../../src/errors.js';
-import { MemoryTaskStore } from '../../src/tasks/memory-store.js';
+import { MemoryTaskStore } from '../../src/tasks/stores/memory-store.js';
 import type { TaskRecord, TaskStatus } from '../../src/tasks/task.js';
 import { kTableLimits, ops, runAgainstTable } from './table-model.js';
 

@@ -9,7 +9,7 @@ import { MessageChannel, Worker } from 'node:worker_threads';
 import type { MessagePort } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
 import { MemoryTaskStore } from '../../src/index.js';
-import { TaskStoreClient, TaskStoreHost } from '../../src/tasks/remote-store.js';
+import { TaskStoreClient, TaskStoreHost } from '../../src/tasks/stores/port-store.js';
 import { cleanupAfterEach } from '../helpers/cleanup.js';
 
 const cleanup = cleanupAfterEach();

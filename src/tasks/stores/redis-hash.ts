@@ -5,9 +5,9 @@
  * the record: expiresAt, bytes (payload bytes counted), seq, node, client (the Lua scripts set
  * the last three). Pure: no Redis code here.
  */
-import type { TaskDialect, TaskRecord, TaskStatus } from './task.js';
-import { deepFreeze, expiresAt } from './transitions.js';
-import type { Draft } from './transitions.js';
+import type { TaskDialect, TaskRecord, TaskStatus } from '../task.js';
+import { deepFreeze, expiresAt } from '../transitions.js';
+import type { Draft } from '../transitions.js';
 
 /** A task as read from its hash: the record and what the store keeps beside it. */
 export interface Row {

@@ -1,23 +1,23 @@
 /**
  * The default TaskStore: one node's tasks in this thread's memory. The supervisor owns it (workers
- * reach it through remote-store.ts); stdio uses it in-process. Every bound of TaskLimits is
+ * reach it through port-store.ts); stdio uses it in-process. Every bound of TaskLimits is
  * enforced here, and every record handed out is a frozen snapshot, so no caller can change the
  * store's state but through its methods.
  */
 import { randomBytes } from 'node:crypto';
-import { SluiceError } from '../errors.js';
-import { encodeCursor, pageSize, parseCursor, verifyCursor } from './cursor.js';
-import { resolveTaskLimits } from './limits.js';
-import type { TaskLimits, TaskStore } from './store.js';
-import { isTerminal } from './task.js';
-import type { NewTask, TaskChange, TaskPage, TaskRecord } from './task.js';
+import { SluiceError } from '../../errors.js';
+import { encodeCursor, pageSize, parseCursor, verifyCursor } from '../cursor.js';
+import { resolveTaskLimits } from '../limits.js';
+import type { TaskLimits, TaskStore } from '../store.js';
+import { isTerminal } from '../task.js';
+import type { NewTask, TaskChange, TaskPage, TaskRecord } from '../task.js';
 import {
   applyCancel, applyRespond, applyUpdate, byteRefusal, checkChange, checkNewTask, clientOf, createRefusal, expiresAt,
   failedDraft, kExpiredReason, newRecord, payloadBytes, refusalError, stamp,
-} from './transitions.js';
-import type { ByteHoldings, CreateRefusal, Draft, Transition } from './transitions.js';
-import { tellAll } from './watchers.js';
-import type { TaskListener } from './watchers.js';
+} from '../transitions.js';
+import type { ByteHoldings, CreateRefusal, Draft, Transition } from '../transitions.js';
+import { tellAll } from '../watchers.js';
+import type { TaskListener } from '../watchers.js';
 
 export interface MemoryTaskStoreOptions {
   /** Epoch-milliseconds clock (tests). Default `Date.now`. */

@@ -15,7 +15,7 @@
  * Valkey, not Redis Cluster: the keys of one change live in different slots).
  *
  * Keys (P is the prefix):
- * - P task:<id>       hash: the task (fields in tasks/record-hash.ts), PEXPIRE its lifetime + a grace;
+ * - P task:<id>       hash: the task (fields in redis-hash.ts), PEXPIRE its lifetime + a grace;
  * - P tasks           zset id → expiresAt: every task kept (maxTasks is its ZCARD; sweeps read it);
  * - P owner:<owner>   zset id → seq: one owner's tasks in creation order (list, maxTasksPerOwner);
  * - P running:<node>  set of the unfinished tasks whose runner is on that node (sweeps of dead nodes);
@@ -32,7 +32,7 @@
  * msgpack over JSON, measured on a typical completed task (560 bytes as JSON): 470 bytes, decode
  * 1.84 µs vs 2.07 µs (msgpackr vs JSON.parse), and the Lua side 16 µs vs 21 µs per script.
  */
-import { kExpiredReason, kInternalError } from '../tasks/transitions.js';
+import { kExpiredReason, kInternalError } from '../transitions.js';
 
 /** A Lua string literal of printable ASCII text (JSON's escapes for it are Lua's too). */
 function lua(text: string): string {

@@ -13,11 +13,11 @@
  * so the one call it belonged to fails at once with a clear error instead of waiting.
  */
 import type { MessagePort } from 'node:worker_threads';
-import { SluiceError, kSluiceErrorCodes } from '../errors.js';
-import type { SluiceErrorCode } from '../errors.js';
-import type { TaskStore } from './store.js';
-import type { NewTask, TaskChange, TaskPage, TaskRecord } from './task.js';
-import { valueProblem } from './value-bounds.js';
+import { SluiceError, kSluiceErrorCodes } from '../../errors.js';
+import type { SluiceErrorCode } from '../../errors.js';
+import type { TaskStore } from '../store.js';
+import type { NewTask, TaskChange, TaskPage, TaskRecord } from '../task.js';
+import { valueProblem } from '../../value-bounds.js';
 
 /** A call to the store, from a client to the host; `id` pairs it with its answer. */
 export type TaskStoreRequest =

@@ -4,7 +4,7 @@
  * see it. Its transitions are MemoryTaskStore's, from the same pure functions (tasks/transitions.ts:
  * bounds, byte accounting, lifetimes, owner isolation, terminal finality, answers and their keys),
  * and its cursors theirs (tasks/cursor.ts); what it adds is the cluster: every change is one Lua
- * script (task-lua.ts, where the keys are listed),
+ * script (redis-lua.ts, where the keys are listed),
  * `create` resolves once Redis acknowledged the write (a tasks/get on any node then finds it), and
  * a node that stops heartbeating has its unfinished tasks failed by the others.
  *
@@ -13,25 +13,25 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { SluiceError } from '../errors.js';
-import { integer } from '../validate.js';
-import { encodeCursor, pageSize, parseCursor, verifyCursor } from '../tasks/cursor.js';
-import type { ParsedCursor } from '../tasks/cursor.js';
-import { resolveTaskLimits } from '../tasks/limits.js';
-import { changeFields, createFields, decodeRow, hashOf } from '../tasks/record-hash.js';
-import type { Row } from '../tasks/record-hash.js';
-import type { TaskLimits, TaskStore } from '../tasks/store.js';
-import type { NewTask, TaskChange, TaskPage, TaskRecord } from '../tasks/task.js';
+import { SluiceError } from '../../errors.js';
+import { integer } from '../../validate.js';
+import { encodeCursor, pageSize, parseCursor, verifyCursor } from '../cursor.js';
+import type { ParsedCursor } from '../cursor.js';
+import { resolveTaskLimits } from '../limits.js';
+import { changeFields, createFields, decodeRow, hashOf } from './redis-hash.js';
+import type { Row } from './redis-hash.js';
+import type { TaskLimits, TaskStore } from '../store.js';
+import type { NewTask, TaskChange, TaskPage, TaskRecord } from '../task.js';
 import {
   applyCancel, applyRespond, applyUpdate, byteMessages, checkChange, checkNewTask, clientOf, newRecord, payloadBytes, refusalError,
-} from '../tasks/transitions.js';
-import type { CreateRefusal, Transition } from '../tasks/transitions.js';
-import { tellAll } from '../tasks/watchers.js';
-import type { TaskListener } from '../tasks/watchers.js';
-import { resubscribeOnReconnect } from './resubscribe.js';
-import type { RedisContext } from './contract.js';
-import { kScripts } from './task-lua.js';
-import type { ScriptName } from './task-lua.js';
+} from '../transitions.js';
+import type { CreateRefusal, Transition } from '../transitions.js';
+import { tellAll } from '../watchers.js';
+import type { TaskListener } from '../watchers.js';
+import { resubscribeOnReconnect } from '../../cluster/resubscribe.js';
+import type { RedisContext } from '../../cluster/contract.js';
+import { kScripts } from './redis-lua.js';
+import type { ScriptName } from './redis-lua.js';
 
 export interface RedisTaskStoreOptions {
   /**
