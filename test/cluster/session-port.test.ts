@@ -100,6 +100,8 @@ describe('the session directory port cannot be wedged', () => {
     worker.postMessage({ op: 'post', message: { type: 'answer', id: 2, answer: 'ok' } });
     expect(await second).toBe('ok');
     expect(await first).toBe('unavailable');
+    // The raw host reports what it got on its own channel, which may lag the answer it sent.
+    await until('the undeliverable notice at the raw host', () => got().some((m) => m.op === 'undeliverable'));
     expect(got()).toContainEqual({ op: 'undeliverable', seq: 1 });
     expect(problems.filter((p) => p.includes('could not be read'))).toHaveLength(1);
   });
@@ -134,6 +136,19 @@ describe('the session directory port cannot be wedged', () => {
     expect(outcome).toBe('unavailable');
     expect(Date.now() - started).toBeGreaterThanOrEqual(190);
     expect(problems).toEqual([expect.stringContaining('had no answer within 200 ms')]);
+  });
+
+  it('host: a port attached with its own onProblem reports there (the supervisor counts per worker)', async () => {
+    const { host: directory, problems } = await host();
+    const { port1, port2 } = new MessageChannel();
+    const { worker, got } = await raw('client', port2);
+    const own: string[] = [];
+    directory.attach(port1, (m) => own.push(m));
+    worker.postMessage({ op: 'post', message: { id: 1, op: 'end' } });
+    await until('the answer', () => got().length >= 1);
+    expect(got()).toEqual([{ type: 'answer', id: 1, answer: 'unavailable' }]);
+    expect(own).toEqual([expect.stringContaining('malformed call')]);
+    expect(problems).toEqual([]);
   });
 
   it('client and host together: calls are answered, an overlong presented id is 404 without asking', async () => {
