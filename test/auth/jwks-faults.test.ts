@@ -232,6 +232,19 @@ describe.each(adapters('JWKS faults'))('JWKS faults [%s]', (http) => {
     expect(reply.challenge).toContain('error="invalid_token"');
   });
 
+  it('6: an EC key WebCrypto will not import (a point not on the curve) is skipped: 401, logged once at warn', async () => {
+    as = await hostileIssuer();
+    const ec = await signingKey('e1', 'ES256');
+    as.behave = serveKeys([{ ...ec.jwk, x: 'AAAA' }]);
+    const url = await start();
+    for (let i = 0; i < 3; i++) {
+      const reply = await call(url, await mint(ec, as.issuer, { iat: Math.floor(Date.now() / 1000) - i }));
+      expect(reply.status, reply.body).toBe(401);
+      expect(reply.challenge).toContain('error="invalid_token"');
+    }
+    expect(logs.filter((l) => l.startsWith('warn ') && l.includes('"e1" skipped'))).toHaveLength(1);
+  });
+
   it('7: iat in the future beyond the clock skew is refused; within it, accepted', async () => {
     as = await hostileIssuer();
     as.behave = serveKeys([rsa.jwk]);
