@@ -12,7 +12,7 @@ import { resubscribeOnReconnect } from './resubscribe.js';
 import { SluiceError } from '../errors.js';
 import type { ServerCounters } from '../telemetry/counters.js';
 import { Counter } from '../telemetry/counters.js';
-import { encodeMessage, readMessage } from './codec.js';
+import { encodeMessage, kMaxMessageBytes, readMessage } from './codec.js';
 import type { BusMessage } from './codec.js';
 import type { RedisContext } from './contract.js';
 
@@ -34,6 +34,13 @@ export function reconnectDelay(attempt: number, random: () => number = Math.rand
   const base = Math.min(2_000, 50 * 2 ** Math.min(Math.max(attempt - 1, 0), 6));
   return Math.round(base * (0.5 + random() * 0.5));
 }
+
+/**
+ * Bytes a second the bus delivers to this node, at most (burst: one second's worth). Far above what
+ * nodes send each other (cancels, list changes, relayed answers), it bounds what a flood can pile
+ * up in the worker threads' queues; the excess is refused and counted like any refused message.
+ */
+const kInboundBytesPerSecond = 32 * 1024 * 1024;
 
 /** At most one log line about refused bus messages per this period. */
 const kRefusalLogMs = 60_000;
@@ -62,6 +69,9 @@ export class ClusterLink {
   #inspected: Promise<string | undefined> | undefined;
   /** The last connection error, for the one log line a state change gets. */
   #lastError = '';
+  /** Bytes the bus may still deliver now, and when that was computed. */
+  #inboundTokens = kInboundBytesPerSecond;
+  #inboundAt = performance.now();
   /** Refused bus messages since the last line about them, and when that line was written. */
   #refusals = 0;
   #refusalLoggedAt: number | undefined;
@@ -182,8 +192,14 @@ export class ClusterLink {
 
   #receive(channel: Buffer, payload: Buffer): void {
     if (channel.toString('latin1') !== this.channel) return;
-    const message = readMessage(payload);
     const { counters } = this.#options;
+    // An oversized message is refused by readMessage below, without spending the budget.
+    if (payload.length <= kMaxMessageBytes && !this.#takeInbound(payload.length)) {
+      counters.add(Counter.ClusterRefused);
+      this.#refusedMessage(`over the bus's budget of ${kInboundBytesPerSecond / 1048576} MiB a second`);
+      return;
+    }
+    const message = readMessage(payload);
     if (typeof message === 'string') {
       counters.add(Counter.ClusterRefused);
       this.#refusedMessage(message);
@@ -198,6 +214,19 @@ export class ClusterLink {
         this.#options.log('error', `sluice: cluster: handling a message from node ${message.f} failed: ${String(error)}`);
       }
     }
+  }
+
+  /**
+   * Token bucket of received bytes (a second's worth at most): what the link hands on is posted to
+   * worker threads, whose queues would otherwise grow at whatever rate a flood arrives.
+   */
+  #takeInbound(bytes: number): boolean {
+    const now = performance.now();
+    this.#inboundTokens = Math.min(kInboundBytesPerSecond, this.#inboundTokens + ((now - this.#inboundAt) / 1000) * kInboundBytesPerSecond);
+    this.#inboundAt = now;
+    if (this.#inboundTokens < bytes) return false;
+    this.#inboundTokens -= bytes;
+    return true;
   }
 
   /**

@@ -207,6 +207,26 @@ describe('the cluster bus drops what is not a message', () => {
     expect(h.link.up).toBe(true);
   });
 
+  it('a flood of good 1 MiB answers: at most 32 MiB a second (plus one second\'s burst) is handed on, the rest refused and counted', async () => {
+    const h = await harness();
+    const publisher = new Redis(redis.url);
+    cleanup(() => publisher.disconnect());
+    const answer = encodeMessage({ k: 'a', f: 'other', n: 'me', t: 1, s: 'session:s', x: 'a'.repeat(1024 * 1024) });
+    const started = performance.now();
+    // One at a time: a pipeline of 80 MiB would pass Redis's own pub/sub buffer limit and cut the subscriber.
+    for (let i = 0; i < 80; i++) await publisher.publish(h.link.channel, answer);
+    await until('all 80 handled', () => refused(h) + received(h) >= 80, 30_000);
+    const seconds = (performance.now() - started) / 1000;
+    const delivered = h.got.filter((m) => m.k === 'a').length;
+    expect(delivered + refused(h)).toBe(80);
+    expect(refused(h)).toBeGreaterThan(0);
+    expect(delivered).toBeLessThanOrEqual(Math.ceil(32 * (1 + seconds)) + 1);
+    expect(h.logs.filter((l) => l.includes('budget'))).toHaveLength(1);
+    // The budget refills: a second later, good messages pass again.
+    await new Promise((r) => setTimeout(r, 1_100));
+    await h.settle();
+  });
+
   it('a message larger than Redis lets a subscriber buffer (pubsub 32 MB): Redis cuts the subscriber, the link comes back', async () => {
     const h = await harness();
     const changes: boolean[] = [];
