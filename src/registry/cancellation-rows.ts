@@ -24,9 +24,6 @@ const {
 const { rowGone } = policy;
 const { checkScope, writeWtf8 } = keys;
 
-const kDecoder = new TextDecoder();
-/** `#readReason` found no cancellation row (as opposed to a row without a reason: undefined). */
-const kNoRow = null;
 /**
  * How long `reasonOf` spins on a canceller's word before it parks in `Atomics.wait`: publishing the
  * row normally takes a microsecond or so, far less than a wait and a wake.
@@ -41,6 +38,9 @@ const kReasonParkMs = 5;
  * Only a thread that died unwatched, so never released, runs into it; the reason then reads as absent.
  */
 const kReasonWaitMs = 1_000;
+/** `#readReason` found no cancellation row (as opposed to a row without a reason: undefined). */
+const kNoRow = null;
+const kDecoder = new TextDecoder();
 
 /** The cancellation rows of one attached registry, for this thread; the reason source of its handles. */
 export class CancellationRows implements ReasonSource {

@@ -43,12 +43,12 @@ export class InFlightRows {
     this.#table = a.inFlight;
     this.#state = a.state;
     this.#member = a.member;
+    this.#chunk = Math.max(1, Math.min(32, Math.floor(a.inFlightCapacity / 256)));
     this.#counters = a.counters;
     this.#cb = a.cb;
     this.#enc = a.enc;
     this.#epochs = a.epochs;
     this.#epochCount = a.epochCount;
-    this.#chunk = Math.max(1, Math.min(32, Math.floor(a.inFlightCapacity / 256)));
     this.#adopted = { table: a.inFlight, words: a.inFlight.i32, reasons };
     const epoch = epochWord(a, a.member.index);
     this.#handles = epoch >= 0 ? { ...this.#adopted, watcher: new CancelWatcher(a.state, epoch) } : this.#adopted;
