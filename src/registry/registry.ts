@@ -85,7 +85,7 @@ export class Registry {
   readonly #a: Attachment;
   readonly #flight: InFlightRows;
   readonly #rows: CancellationRows;
-  /** Quota and eviction: called only when a bucket is at the quota, the cap is reached, or by cleanup. */
+  /** Quota and eviction: called only when a bucket is at the quota or the cap is reached. */
   readonly #policy: QuotaPolicy;
 
   constructor(descriptor: RegistryDescriptor) {

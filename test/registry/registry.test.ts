@@ -4,6 +4,7 @@ import {
   CancelledError, SluiceError, attachRegistry, createRegistry, registryByteLength, validRequestId,
 } from '../../src/index.js';
 import type { Registry, TrackHandle } from '../../src/index.js';
+import { integer, integerOrInfinity } from '../../src/validate.js';
 
 
 function tracked(reg: Registry, id: string | number, scope: string): TrackHandle {
@@ -473,6 +474,25 @@ describe('options and descriptor', () => {
     [{ inFlightCapacity: 0 }], [{ inFlightCapacity: '10' }], [{ maxThreads: 5000 }],
   ])('rejects %j with invalid_option', (options) => {
     expect(() => createRegistry(options as never)).toThrow(expect.objectContaining({ code: 'invalid_option' }));
+  });
+
+  it('checks its integer options with the one integer check (same words for the same value)', () => {
+    const thrown = (f: () => unknown): unknown => {
+      try {
+        f();
+      } catch (error) {
+        return error;
+      }
+      throw new Error('did not throw');
+    };
+    expect(thrown(() => createRegistry({ maxRows: 1.5 }))).toEqual(thrown(() => integer('maxRows', 1.5, 10_000, 1, 10_000_000)));
+    expect(thrown(() => createRegistry({ maxThreads: 5000 }))).toEqual(thrown(() => integer('maxThreads', 5000, 1024, 1, 4096)));
+    expect(thrown(() => createRegistry({ maxRowsPerScope: 0 }))).toEqual(thrown(() => integerOrInfinity('maxRowsPerScope', 0, 256, 1, 10_000_000)));
+    expect(String((thrown(() => createRegistry({ maxRowsPerScope: 0 })) as Error).message)).toBe('maxRowsPerScope must be an integer from 1 to 10000000 or Infinity, got 0');
+    expect(createRegistry({ maxRows: 16, maxRowsPerScope: Infinity }).maxRowsPerScope).toBe(Infinity);
+    const reg = createRegistry({ maxRows: 16 });
+    expect(thrown(() => reg.startJanitor({ intervalMs: 0 }))).toEqual(thrown(() => integer('intervalMs', 0, 60_000, 1, 2 ** 31 - 1)));
+    expect(thrown(() => reg.startJanitor({ ttlMs: -1 }))).toMatchObject({ code: 'invalid_option', message: expect.stringContaining('ttlMs must be an integer') });
   });
 
   it('refuses something that is not its descriptor', () => {
