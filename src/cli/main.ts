@@ -62,6 +62,9 @@ Options of serve:
                        token's aud must contain it
   --auth-jwks <url>    OAuth: the JWKS URL (default: the jwks_uri of the issuer's metadata)
   --auth-scope <scope> OAuth: a scope every request needs (repeatable)
+  --auth-token-types <list>
+                       OAuth: the typ values a token may carry, comma-separated, of at+jwt and
+                       JWT (default both; at+jwt alone insists on RFC 9068 access tokens)
   Environment: SLUICE_REQUEST_STATE_KEYS=<key>[,<key>…] seals 2026-07-28 requestState with the
                        first key and accepts any (base64/base64url, 32+ bytes each; give every
                        node the same); without it a restarted node or a sibling refuses a retry
@@ -131,6 +134,7 @@ async function run(argv: readonly string[]): Promise<number> {
         'auth-audience': { type: 'string' },
         'auth-jwks': { type: 'string' },
         'auth-scope': { type: 'string', multiple: true },
+        'auth-token-types': { type: 'string' },
         timeout: { type: 'string' },
         era: { type: 'string' },
         json: { type: 'boolean' },

@@ -6,6 +6,7 @@ import { ToolContext } from '../tools/context.js';
 import { importToolsModule } from '../catalog/catalog.js';
 import { Refusal, checkArguments, errorText, toToolResult, toolFailure } from '../tools/define.js';
 import type { CallToolResult, Tool } from '../tools/define.js';
+import { epochNow } from '../tools/pool.js';
 import type { PoolOutcome, PoolTask, PoolThreadData, PoolThreadMessage } from '../tools/pool.js';
 import { ProtocolError } from '../errors.js';
 import type { ProtocolErrorWire } from '../errors.js';
@@ -61,9 +62,10 @@ function refuseProcessExit(): void {
 }
 
 /** Inside a pool thread: adopt the request's row and run the handler (in its span, when traced). */
-export function runPoolTask(data: PoolThreadData, task: PoolTask): Promise<PoolOutcome> {
-  if (spans === undefined || task.trace === undefined) return runTool(data, task);
-  return spans.run(task.name, task.trace, () => runTool(data, task), outcomeOf);
+export async function runPoolTask(data: PoolThreadData, task: PoolTask): Promise<PoolOutcome> {
+  const waitedMs = Math.max(0, epochNow() - task.queuedAt);
+  const outcome = spans === undefined || task.trace === undefined ? await runTool(data, task) : await spans.run(task.name, task.trace, () => runTool(data, task), outcomeOf);
+  return { ...outcome, waitedMs };
 }
 
 /** A pool outcome as a span's `error.type`: '' for success. */

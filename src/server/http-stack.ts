@@ -59,7 +59,7 @@ export async function startHttpStack(input: HttpStackInput, closer: CloseList): 
   await importTracingModule(options.tracing); // before the engine: it checks for a tracer provider once
   const { engine, registry, pool, counters } = createEngine({ ...input, authenticated: input.authenticate !== undefined || options.auth !== undefined });
   if (pool !== undefined) closer.add('the tool pool', () => pool.close());
-  const endpoint = httpEndpoint(input, engine);
+  const endpoint = httpEndpoint(input, engine, counters);
   const adapterOptions: AdapterOptions = {
     host: options.host,
     port: input.port,
@@ -81,11 +81,12 @@ export async function startHttpStack(input: HttpStackInput, closer: CloseList): 
 }
 
 /** The endpoint over `engine`: HTTP rules of this server (paths, origins, sessions, limits, auth). */
-function httpEndpoint(input: HttpStackInput, engine: Engine): HttpEndpoint {
+function httpEndpoint(input: HttpStackInput, engine: Engine, counters: ServerCounters): HttpEndpoint {
   const { options, shared } = input;
   // Each serving thread verifies on its own (its own JWKS cache): no cross-thread hop per request.
   const gate = options.auth === undefined ? undefined : new AuthGate(options.auth, input.verifyToken, (message) => input.log('warn', message));
   const sessions = shared.sessions === undefined ? undefined : new SessionStore(shared.sessions);
+  sessions?.observeEnds((seconds) => counters.histograms.observeSession(seconds));
   return new HttpEndpoint(engine, {
     path: options.path,
     allowedOrigins: options.allowedOrigins,

@@ -81,6 +81,8 @@ export class NodeServices {
     if (options.tasks !== false) await this.#startTasks(closer, options.tasks.limits);
     const sessions = this.tables.sessions;
     if (sessions !== undefined) {
+      const { histograms } = this.tables.counters;
+      sessions.observeEnds((seconds) => histograms.observeSession(seconds)); // sessions the sweep expires
       const sweep = setInterval(() => sessions.sweep(options.sessionIdleMs), Math.min(60_000, options.sessionIdleMs));
       sweep.unref();
       closer.add('the session sweep', () => clearInterval(sweep));

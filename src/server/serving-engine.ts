@@ -61,7 +61,7 @@ export function createEngine(input: EngineInput): ServingEngine {
   const registry = attachRegistry(shared.registry);
   const counters = new ServerCounters(shared.counters);
   const pool = input.pool !== undefined && input.catalog.tools.some((t) => t.pool === true)
-    ? new ToolPool({ entry: input.pool.entry, toolsModule: input.pool.module, registry, registryDescriptor: shared.registry, threads: options.poolThreads, tracing: options.tracing, onThread: input.onPoolThread })
+    ? new ToolPool({ entry: input.pool.entry, toolsModule: input.pool.module, registry, registryDescriptor: shared.registry, threads: options.poolThreads, tracing: options.tracing, onThread: input.onPoolThread, onQueueWait: (tool, seconds) => counters.histograms.observePoolWait(tool, seconds) })
     : undefined;
   const engine = new Engine({
     registry,

@@ -95,6 +95,8 @@ export class SessionStore {
   readonly #clients: Int32Array;
   readonly #clientBuffer: SharedArrayBuffer;
   readonly #clientKey: Uint8Array;
+  /** See observeEnds. */
+  #onEnd: ((seconds: number) => void) | undefined;
 
   static create(capacity: number, maxThreads: number): SessionStore {
     const roster = Roster.create({ capacity: maxThreads });
@@ -227,9 +229,20 @@ export class SessionStore {
     }
   }
 
+  /**
+   * Told each session's life (seconds) when this thread ends it: by DELETE, from initialize to
+   * now; by expiry (the sweep), from initialize to its last use. Not told of rows taken back or
+   * replaced (a refused initialize, a cluster adoption): those sessions did not end.
+   */
+  observeEnds(onEnd: ((seconds: number) => void) | undefined): void {
+    this.#onEnd = onEnd;
+  }
+
   /** Ends a session (DELETE). */
   delete(found: SessionLookup): void {
-    if (found.ok) this.#removeRow(found.slot, found.ctl);
+    if (!found.ok) return;
+    const created = this.#table.f64[(this.#table.valueIndex(found.slot) + kVCreated) >>> 1];
+    if (this.#removeRow(found.slot, found.ctl)) this.#onEnd?.((Date.now() - created) / 1000);
   }
 
   /** Removes a row; whoever actually removed it gives its client's count back (exactly once). */
@@ -257,7 +270,14 @@ export class SessionStore {
     let removed = 0;
     for (let s = 0; s < t.slots; s++) {
       const c = t.ctl(s);
-      if ((c & kStateMask) === kLive && now - t.f64[(t.valueIndex(s) + kVSeen) >>> 1] > idleMs && this.#removeRow(s, c)) removed++;
+      if ((c & kStateMask) !== kLive) continue;
+      const v = t.valueIndex(s);
+      const seen = t.f64[(v + kVSeen) >>> 1];
+      const created = t.f64[(v + kVCreated) >>> 1];
+      if (now - seen > idleMs && this.#removeRow(s, c)) {
+        removed++;
+        this.#onEnd?.(Math.max(0, seen - created) / 1000);
+      }
     }
     return removed;
   }

@@ -70,7 +70,7 @@ export interface ServerCountersDescriptor {
 export class ServerCounters {
   readonly #roster: Roster;
   readonly #member: RosterMember;
-  /** `mcp.server.operation.duration` per method and target, per thread block. */
+  /** The latency histograms (operations, pool queue wait, sessions), per thread block. */
   readonly histograms: OperationHistograms;
 
   static create(maxThreads: number): ServerCounters {
@@ -84,7 +84,7 @@ export class ServerCounters {
   constructor(descriptor: ServerCountersDescriptor) {
     this.#roster = Roster.attach(descriptor.roster);
     this.#member = this.#roster.join();
-    this.histograms = new OperationHistograms(descriptor.histograms);
+    this.histograms = OperationHistograms.attach(descriptor.histograms);
     const counters = this.#member.counters;
     this.#roster.onRelease((entry) => {
       const base = this.#roster.counterBaseOf(entry);

@@ -1,5 +1,9 @@
 import { Roster } from '../../native-free-shm/index.js';
 import type { RosterDescriptor, RosterMember } from '../../native-free-shm/index.js';
+import { MeterHistograms } from './meters.js';
+import type { HistogramFamily } from './meters.js';
+
+export type { HistogramFamily };
 
 /**
  * Latency histograms kept like the counters: each serving thread writes its own block of shared
@@ -8,7 +12,8 @@ import type { RosterDescriptor, RosterMember } from '../../native-free-shm/index
  * own directory: the writer fills a series' name and zeroed cells, then publishes the new series
  * count with one atomic store, so a reader never sees a half-written name.
  *
- * A thread joins on its first observation (the supervisor and pool threads never take a block);
+ * A thread joins on its first observation (pool threads never take a block; the supervisor only
+ * when it expires a legacy session);
  * a replacement thread that takes a dead thread's block reads its directory and counts on, so
  * every series stays monotonic.
  */
@@ -23,7 +28,7 @@ export const kDurationBounds: readonly number[] = [0.01, 0.02, 0.05, 0.1, 0.2, 0
 export const kHistogramThreads = 128;
 /** Series one thread block can name; later new label sets go to the `_other` series. */
 export const kSeriesPerThread = 64;
-/** Bytes of one series' name (`method \0 target \0 error`, UTF-8, cut at a character boundary). */
+/** Bytes of one series' name (`family \0 method \0 target \0 error`, UTF-8, cut at a character boundary). */
 const kNameBytes = 96;
 /** Cells per series: one per bucket (the last is +Inf), then the sum. The count is the buckets' total. */
 const kBuckets = kDurationBounds.length + 1;
@@ -38,8 +43,11 @@ export interface HistogramsDescriptor {
   readonly names: SharedArrayBuffer;
 }
 
+const kFamilies: readonly HistogramFamily[] = ['operation', 'poolWait', 'session'];
+
 /** One series' labels and totals, summed over every thread block. */
 export interface HistogramSeries {
+  readonly family: HistogramFamily;
   readonly method: string;
   /** The tool or prompt named, or ''. */
   readonly target: string;
@@ -53,6 +61,8 @@ export interface HistogramSeries {
 }
 
 const kOther = '_other';
+/** This thread's OperationHistograms per block set (see `attach`). */
+const attached = new WeakMap<SharedArrayBuffer, OperationHistograms>();
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
@@ -65,10 +75,23 @@ export class OperationHistograms {
   #member: RosterMember | undefined;
   /** False once joining failed (every block taken): this thread records nothing. */
   #usable = true;
-  /** This thread's series: method → target → error → series index in the block. */
-  readonly #index = new Map<string, Map<string, Map<string, number>>>();
+  /** This thread's series, per family (kFamilies order): method → target → error → series index in the block. */
+  readonly #index = kFamilies.map(() => new Map<string, Map<string, Map<string, number>>>());
+  /** The OpenTelemetry histograms, when a meter provider was registered in this thread (checked once, at join). */
+  #meters: MeterHistograms | undefined;
   #count = 0;
   #cellBase = 0;
+
+  /**
+   * This thread's histograms over `descriptor`: one object per thread and block set, since a
+   * thread has one block and its series directory must have one writer (an in-process server's
+   * supervisor side and its engine both observe).
+   */
+  static attach(descriptor: HistogramsDescriptor): OperationHistograms {
+    let histograms = attached.get(descriptor.cells);
+    if (histograms === undefined) attached.set(descriptor.cells, histograms = new OperationHistograms(descriptor));
+    return histograms;
+  }
 
   static create(threads = kHistogramThreads): OperationHistograms {
     const roster = Roster.create({ capacity: threads, counters: 0 });
@@ -99,9 +122,23 @@ export class OperationHistograms {
    * three map lookups, a bucket search and two stores into this thread's block.
    */
   observe(method: string, target: string, error: string, seconds: number): void {
-    let series = this.#index.get(method)?.get(target)?.get(error);
+    this.#observe(0, method, target, error, seconds);
+  }
+
+  /** A pool tool's call waited `seconds` for a pool thread. */
+  observePoolWait(tool: string, seconds: number): void {
+    this.#observe(1, 'tools/call', tool, '', seconds);
+  }
+
+  /** A legacy session ended (DELETE or expiry) after `seconds`. */
+  observeSession(seconds: number): void {
+    this.#observe(2, '', '', '', seconds);
+  }
+
+  #observe(family: number, method: string, target: string, error: string, seconds: number): void {
+    let series = this.#index[family]!.get(method)?.get(target)?.get(error);
     if (series === undefined) {
-      series = this.#seriesFor(method, target, error);
+      series = this.#seriesFor(family, method, target, error);
       if (series < 0) return;
     }
     let bucket = 0;
@@ -109,24 +146,26 @@ export class OperationHistograms {
     const at = this.#cellBase + series * kCells;
     this.#cells[at + bucket]! += 1;
     this.#cells[at + kBuckets]! += seconds;
+    this.#meters?.record(kFamilies[family]!, method, target, error, seconds);
   }
 
   /** The series for these labels in this thread's block, made (and published) if new; -1 if unusable. */
-  #seriesFor(method: string, target: string, error: string): number {
+  #seriesFor(family: number, method: string, target: string, error: string): number {
     if (this.#member === undefined && !this.#join()) return -1;
     if (this.#count >= kSeriesPerThread - 1) {
-      // Full: everything new lands in one `_other` series (the last slot), so a flood of names
-      // cannot grow the output.
-      const other = this.#lookup(kOther, '', '');
+      // Full: everything new lands in one `_other` operation series (the last slot), so a flood
+      // of names cannot grow the output.
+      const other = this.#index[0]!.get(kOther)?.get('')?.get('');
       if (other !== undefined) return other;
       if (this.#count >= kSeriesPerThread) return -1;
+      family = 0;
       method = kOther;
       target = '';
       error = '';
     }
     const series = this.#count;
     const entry = this.#member!.index;
-    const name = encoder.encode(`${method}\0${target}\0${error}`);
+    const name = encoder.encode(`${kFamilies[family]}\0${method}\0${target}\0${error}`);
     const length = Math.min(name.length, kNameBytes - 1);
     const at = (entry * kSeriesPerThread + series) * kNameBytes;
     this.#names[at] = length;
@@ -134,17 +173,14 @@ export class OperationHistograms {
     this.#cells.fill(0, this.#cellBase + series * kCells, this.#cellBase + (series + 1) * kCells);
     this.#count = series + 1;
     Atomics.store(this.#headers, entry * kHeaderWords, this.#count); // publishes the name and cells
-    this.#remember(method, target, error, series);
+    this.#remember(family, method, target, error, series);
     return series;
   }
 
-  #lookup(method: string, target: string, error: string): number | undefined {
-    return this.#index.get(method)?.get(target)?.get(error);
-  }
-
-  #remember(method: string, target: string, error: string, series: number): void {
-    let byTarget = this.#index.get(method);
-    if (byTarget === undefined) this.#index.set(method, byTarget = new Map());
+  #remember(family: number, method: string, target: string, error: string, series: number): void {
+    const index = this.#index[family]!;
+    let byTarget = index.get(method);
+    if (byTarget === undefined) index.set(method, byTarget = new Map());
     let byError = byTarget.get(target);
     if (byError === undefined) byTarget.set(target, byError = new Map());
     byError.set(error, series);
@@ -163,17 +199,18 @@ export class OperationHistograms {
     this.#cellBase = entry * kSeriesPerThread * kCells;
     this.#count = Atomics.load(this.#headers, entry * kHeaderWords);
     for (let series = 0; series < this.#count; series++) {
-      const [method, target, error] = this.#nameOf(entry, series);
-      this.#remember(method, target, error, series);
+      const [family, method, target, error] = this.#nameOf(entry, series);
+      this.#remember(kFamilies.indexOf(family), method, target, error, series);
     }
+    this.#meters = MeterHistograms.create();
     return true;
   }
 
-  #nameOf(entry: number, series: number): [string, string, string] {
+  #nameOf(entry: number, series: number): [HistogramFamily, string, string, string] {
     const at = (entry * kSeriesPerThread + series) * kNameBytes;
     const text = decoder.decode(this.#names.subarray(at + 1, at + 1 + this.#names[at]!));
-    const [method = '', target = '', error = ''] = text.split('\0');
-    return [method, target, error];
+    const [family = 'operation', method = '', target = '', error = ''] = text.split('\0');
+    return [kFamilies.includes(family as HistogramFamily) ? family as HistogramFamily : 'operation', method, target, error];
   }
 
   /** Every series summed over the thread blocks (the scrape). */
@@ -183,10 +220,10 @@ export class OperationHistograms {
     for (let entry = 0; entry < threads; entry++) {
       const count = Atomics.load(this.#headers, entry * kHeaderWords);
       for (let series = 0; series < count; series++) {
-        const [method, target, error] = this.#nameOf(entry, series);
-        const key = `${method}\0${target}\0${error}`;
+        const [family, method, target, error] = this.#nameOf(entry, series);
+        const key = `${family}\0${method}\0${target}\0${error}`;
         let out = merged.get(key);
-        if (out === undefined) merged.set(key, out = { method, target, error, buckets: new Array<number>(kBuckets).fill(0), sum: 0, count: 0 });
+        if (out === undefined) merged.set(key, out = { family, method, target, error, buckets: new Array<number>(kBuckets).fill(0), sum: 0, count: 0 });
         const at = (entry * kSeriesPerThread + series) * kCells;
         for (let b = 0; b < kBuckets; b++) {
           const n = this.#cells[at + b]!;
@@ -196,7 +233,8 @@ export class OperationHistograms {
         out.sum += this.#cells[at + kBuckets]!;
       }
     }
-    return [...merged.values()].sort((a, b) => (a.method < b.method ? -1 : a.method > b.method ? 1 : a.target < b.target ? -1 : a.target > b.target ? 1 : a.error < b.error ? -1 : 1));
+    const key = (x: HistogramSeries) => `${x.method}\0${x.target}\0${x.error}`;
+    return [...merged.values()].sort((a, b) => (a.family !== b.family ? kFamilies.indexOf(a.family) - kFamilies.indexOf(b.family) : key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
   }
 
   /** Frees the block of the thread `threadId` once it is gone (its counts stay in the sums). */
@@ -210,23 +248,39 @@ function label(value: string): string {
   return value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
 }
 
+/** Each family's Prometheus name and help line. */
+const kFamilyText: Record<HistogramFamily, { readonly name: string; readonly help: string }> = {
+  operation: { name: 'mcp_server_operation_duration_seconds', help: 'MCP request duration as observed by the server, from receipt until the result is sent.' },
+  poolWait: { name: 'sluice_pool_queue_wait_seconds', help: 'How long a pool tool call waited for a pool thread to start it.' },
+  session: { name: 'mcp_server_session_duration_seconds', help: 'Legacy-era session duration, from initialize until its DELETE or expiry.' },
+};
+
 /**
- * The Prometheus text of the operation histograms (`mcp.server.operation.duration` as
- * `mcp_server_operation_duration_seconds`, labels named as the OpenTelemetry attributes with dots
- * as underscores). tools/call's target is `gen_ai_tool_name`, prompts/get's `gen_ai_prompt_name`.
+ * The Prometheus text of the histograms: `mcp.server.operation.duration` as
+ * `mcp_server_operation_duration_seconds` (labels named as the OpenTelemetry attributes with dots
+ * as underscores; tools/call's target is `gen_ai_tool_name`, prompts/get's `gen_ai_prompt_name`),
+ * the pool queue wait per tool, and the legacy session duration.
  */
 export function histogramText(series: readonly HistogramSeries[], lines: string[]): void {
-  const name = 'mcp_server_operation_duration_seconds';
-  lines.push(`# HELP ${name} MCP request duration as observed by the server, from receipt until the result is sent.`, `# TYPE ${name} histogram`);
-  for (const s of series) {
-    let labels = `mcp_method_name="${label(s.method)}"`;
-    if (s.target !== '') labels += `,${s.method === 'prompts/get' ? 'gen_ai_prompt_name' : 'gen_ai_tool_name'}="${label(s.target)}"`;
-    if (s.error !== '') labels += `,error_type="${label(s.error)}"`;
-    let cumulative = 0;
-    for (let b = 0; b < kDurationBounds.length; b++) {
-      cumulative += s.buckets[b]!;
-      lines.push(`${name}_bucket{${labels},le="${kDurationBounds[b]}"} ${cumulative}`);
-    }
-    lines.push(`${name}_bucket{${labels},le="+Inf"} ${s.count}`, `${name}_sum{${labels}} ${s.sum}`, `${name}_count{${labels}} ${s.count}`);
+  for (const family of kFamilies) {
+    const { name, help } = kFamilyText[family];
+    lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} histogram`);
+    for (const s of series) if (s.family === family) seriesText(name, s, lines);
   }
+}
+
+function seriesText(name: string, s: HistogramSeries, lines: string[]): void {
+  const parts: string[] = [];
+  if (s.family === 'operation') parts.push(`mcp_method_name="${label(s.method)}"`);
+  if (s.target !== '') parts.push(`${s.method === 'prompts/get' ? 'gen_ai_prompt_name' : 'gen_ai_tool_name'}="${label(s.target)}"`);
+  if (s.error !== '') parts.push(`error_type="${label(s.error)}"`);
+  const labels = parts.join(',');
+  const open = labels === '' ? '{' : `{${labels},`;
+  let cumulative = 0;
+  for (let b = 0; b < kDurationBounds.length; b++) {
+    cumulative += s.buckets[b]!;
+    lines.push(`${name}_bucket${open}le="${kDurationBounds[b]}"} ${cumulative}`);
+  }
+  const plain = labels === '' ? '' : `{${labels}}`;
+  lines.push(`${name}_bucket${open}le="+Inf"} ${s.count}`, `${name}_sum${plain} ${s.sum}`, `${name}_count${plain} ${s.count}`);
 }

@@ -16,9 +16,13 @@ import type { CarriedTrace } from '../telemetry/tracing/otel.js';
  * error is already `isError` content), or the ProtocolError it threw, which the engine answers as a
  * JSON-RPC error exactly as for an inline tool (an Error subclass would arrive as a bare Error).
  */
-export type PoolOutcome =
+export type PoolOutcome = (
   | { readonly ok: true; readonly result: CallToolResult }
-  | { readonly ok: false; readonly error: ProtocolErrorWire };
+  | { readonly ok: false; readonly error: ProtocolErrorWire }
+) & {
+  /** How long the call waited, from `run` until a pool thread started it (ms). */
+  readonly waitedMs?: number | undefined;
+};
 
 /** What the pool thread gets per task (structured-cloneable). */
 export interface PoolTask {
@@ -30,6 +34,8 @@ export interface PoolTask {
   auth?: AuthInfo | undefined;
   /** The request span's trace context (its tool span in the pool thread is a child); undefined untraced. */
   trace?: CarriedTrace | undefined;
+  /** When `run` queued it (epoch ms, high resolution: comparable across threads). */
+  queuedAt: number;
 }
 
 /** What a pool thread gets as its workerData. */
@@ -63,6 +69,8 @@ export interface ToolPoolOptions {
   registryDescriptor: RegistryDescriptor;
   /** The `tracing` option's module: pool threads import it too (tracer providers are per thread). */
   tracing?: string | undefined;
+  /** Told how long each call waited for a pool thread (the pool queue wait histogram). */
+  onQueueWait?: ((tool: string, seconds: number) => void) | undefined;
   /** Pool threads (default 1). */
   threads?: number;
   /**
@@ -72,6 +80,11 @@ export interface ToolPoolOptions {
    * them when that worker exits.
    */
   onThread?: ((threadId: number, alive: boolean) => void) | undefined;
+}
+
+/** Milliseconds since the epoch, high resolution, the same clock in every thread of the process. */
+export function epochNow(): number {
+  return performance.timeOrigin + performance.now();
 }
 
 /** Longest wait, at close, for pool threads still loading their modules. */
@@ -86,6 +99,7 @@ export class ToolPool {
   readonly #piscina: Piscina;
   readonly #registry: Registry;
   readonly #onThread: ((threadId: number, alive: boolean) => void) | undefined;
+  readonly #onQueueWait: ((tool: string, seconds: number) => void) | undefined;
   readonly #seen = new WeakSet<Worker>();
   /** Threads that finished loading (terminating one earlier aborts the process). */
   readonly #ready = new Set<number>();
@@ -96,6 +110,7 @@ export class ToolPool {
     const threads = options.threads ?? 1;
     this.#registry = options.registry;
     this.#onThread = options.onThread;
+    this.#onQueueWait = options.onQueueWait;
     const data: PoolThreadData = { toolsModule: options.toolsModule, registry: options.registryDescriptor, tracing: options.tracing };
     this.#piscina = new Piscina({
       filename: options.entry.href,
@@ -148,9 +163,11 @@ export class ToolPool {
       channel = new MessageChannel();
       channel.port1.on('message', (m: [number, number | undefined, string | undefined]) => sink(m[0], m[1], m[2]));
     }
-    const task: PoolTask = { name, args, ref: handle.ref, progress: channel?.port2, auth, trace: activeTrace() };
+    const task: PoolTask = { name, args, ref: handle.ref, progress: channel?.port2, auth, trace: activeTrace(), queuedAt: epochNow() };
     try {
-      return (await this.#piscina.run(task, { signal, transferList: channel === undefined ? [] : [channel.port2] })) as PoolOutcome;
+      const outcome = (await this.#piscina.run(task, { signal, transferList: channel === undefined ? [] : [channel.port2] })) as PoolOutcome;
+      if (outcome.waitedMs !== undefined) this.#onQueueWait?.(name, outcome.waitedMs / 1000);
+      return outcome;
     } finally {
       channel?.port1.close();
     }

@@ -10,6 +10,7 @@ import { UsageError } from '../../src/cli/flags.js';
 import { createServer, defineTool } from '../../src/index.js';
 import type { Server } from '../../src/index.js';
 import { modernMeta } from '../helpers/server.js';
+import { runCli } from './helpers.js';
 import { kAudience, signingKey, startIssuer } from '../auth/helpers.js';
 import type { SigningKey, TestIssuer } from '../auth/helpers.js';
 
@@ -30,6 +31,13 @@ describe('sluice serve --auth-token-types', () => {
       expect(() => serveOptions({ ...base, 'auth-token-types': list }), list).toThrow(/^--auth-token-types must be/);
     }
     expect(() => serveOptions({ 'auth-token-types': 'at+jwt' })).toThrow(/OAuth needs both --auth-issuer <url> and --auth-audience <uri>/);
+  });
+
+  it('sluice serve parses the flag: a bad list is its usage error (exit 2), not an unknown option', async () => {
+    const run = await runCli(['serve', '--auth-issuer', 'https://as.example.test', '--auth-audience', kAudience, '--auth-token-types', 'dpop+jwt', '--port', '0']);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/--auth-token-types must be/);
+    expect(run.stderr).not.toMatch(/Unknown option/i);
   });
 
   describe('served', () => {

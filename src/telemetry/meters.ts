@@ -1,0 +1,49 @@
+/**
+ * The histograms through the OpenTelemetry metrics API, when a meter provider is registered in
+ * the thread (the `tracing` module may register one with its SDK): each observation is also
+ * recorded on an OTel histogram named as the semantic conventions say. Without the API, or with
+ * only the no-op provider, nothing is made and the histograms cost nothing more.
+ */
+import type * as Api from '@opentelemetry/api';
+import { loadOtelApi } from './tracing/otel.js';
+import type { OtelApi } from './tracing/otel.js';
+
+/**
+ * What a histogram series measures. `operation`: an MCP request (`mcp.server.operation.duration`);
+ * `poolWait`: how long a pool tool's call waited for a pool thread; `session`: a legacy session's
+ * life, from initialize to its DELETE or expiry (`mcp.server.session.duration`).
+ */
+export type HistogramFamily = 'operation' | 'poolWait' | 'session';
+
+/** The advised bucket bounds, given to the SDK as the instruments' advice. */
+const kAdvice = [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300];
+
+export class MeterHistograms {
+  readonly #instruments: Record<HistogramFamily, Api.Histogram>;
+
+  /** The OTel histograms if a (non-no-op) meter provider is registered in this thread, else undefined. */
+  static create(api: OtelApi | undefined = loadOtelApi()): MeterHistograms | undefined {
+    if (api === undefined) return undefined;
+    const meter = api.metrics.getMeter('sluice');
+    if (meter instanceof (api.createNoopMeter().constructor as new () => Api.Meter)) return undefined;
+    return new MeterHistograms(meter);
+  }
+
+  constructor(meter: Api.Meter) {
+    const histogram = (name: string, description: string) => meter.createHistogram(name, { description, unit: 's', advice: { explicitBucketBoundaries: kAdvice } });
+    this.#instruments = {
+      operation: histogram('mcp.server.operation.duration', 'MCP request duration as observed by the server'),
+      poolWait: histogram('sluice.pool.queue.wait', 'How long a pool tool call waited for a pool thread'),
+      session: histogram('mcp.server.session.duration', 'Legacy-era session duration'),
+    };
+  }
+
+  /** Records one observation with its attributes (named as the conventions' attributes). */
+  record(family: HistogramFamily, method: string, target: string, error: string, seconds: number): void {
+    const attributes: Api.Attributes = {};
+    if (method !== '' && family === 'operation') attributes['mcp.method.name'] = method;
+    if (target !== '') attributes[method === 'prompts/get' ? 'gen_ai.prompt.name' : 'gen_ai.tool.name'] = target;
+    if (error !== '') attributes['error.type'] = error;
+    this.#instruments[family].record(seconds, attributes);
+  }
+}
