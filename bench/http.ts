@@ -1,14 +1,18 @@
 /**
- * `npm run bench` (full) and `npm run bench:smoke` (short, for CI): HTTP scenarios of issue 6.
+ * `npm run bench` (full) and `npm run bench:smoke` (short, for CI): the HTTP scenarios.
  *
- * Each server runs in its own process pinned to CPU 1, the load generator (wrk) to CPU 0, as
- * perf-anchors §4 recommends for a 2-core box; servers are interleaved within each repeat, and
+ * Each server runs in its own process pinned to CPU 1, the load generator to CPU 0 (on a 2-core box
+ * the two then never share a core); servers are interleaved within each repeat, and
  * every ratio compares figures from the same run. Sample responses are checked for a correct
  * JSON-RPC result before a server is measured. Results go to bench/results/: the full run's report
  * is latest.{md,json} (and http-s*.svg); smoke, quick and --only runs write <name>-latest.{md,json}.
  *
  * Scenarios: S0 calibration, S1 tools/call echo, S2 session per call, S3 CPU tools inline vs pool,
  * S4 cancel → observed over HTTP, S6 open-loop soak (h2load), S7 two HTTP workers on both cores;
+ * generators: wrk for S0, S1, S7, S8 (throughput ceilings) and S3 at c=8 (its loop-delay window),
+ * `sluice bench` for S2 (--session-per-call) and S3 at c=1, h2load for S6 (rates beyond `sluice
+ * bench` on one core), and a hand-written Node driver for S4 (the tool's own observation time);
+ * each call site says why;
  * S5 (the table) is `npm run bench:registry`, whose latest results are folded into the report.
  *
  * `--only S1` (or `--only S1,S4`…) runs only those scenarios; its report is written apart
