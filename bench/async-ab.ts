@@ -66,6 +66,8 @@ try {
     for (let k = 0; k < kRuns.length; k++) {
       const r = kRuns[(k + rep) % kRuns.length]!;
       const s = serverOf(r.key);
+      // wrk, not `sluice bench`: these are ratios to the raw uWS ceiling, which needs the strongest
+      // generator on the other core (about 32 µs of generator CPU per request against wrk's ~19, bench/results/loadgen.md).
       const w = await wrk(s.port, r.endpoint, connections, seconds, s.pid);
       if (w.non2xx > 0) throw new Error(`${r.label}: ${w.non2xx} non-2xx responses`);
       rps[r.key].push(w.rps);

@@ -39,7 +39,11 @@ async function openSession(port: number, agent: Agent | false = false): Promise<
   return { 'content-type': 'application/json', accept: kAccept, 'mcp-protocol-version': '2025-11-25', 'mcp-session-id': String(init.headers['mcp-session-id']) };
 }
 
-/** Legacy lifecycles (initialize on `a`, echo on `b`, DELETE on `a`), `concurrency` at a time, for `secondsToRun`. */
+/**
+ * Legacy lifecycles (initialize on `a`, echo on `b`, DELETE on `a`), `concurrency` at a time, for
+ * `secondsToRun`. Hand-written, not `sluice bench --session-per-call`: the steps go to two different
+ * nodes, and `sluice bench` sends every step of a lifecycle to its one URL.
+ */
 async function lifecycles(a: number, b: number, concurrency: number, secondsToRun: number): Promise<{ perSecond: number; failures: number }> {
   const until = Date.now() + secondsToRun * 1000;
   let done = 0;
@@ -81,6 +85,8 @@ async function main(): Promise<void> {
     const off: WrkResult[] = [];
     const onHeaders = await openSession(a.port);
     const offHeaders = await openSession(plain.port);
+    // wrk, not `sluice bench`: cluster on ÷ off at the server's full rate (~90k req/s off), which
+    // `sluice bench` cannot reach from one core (about 32 µs of generator CPU per request against wrk's ~19, bench/results/loadgen.md).
     for (let r = 0; r < reps; r++) {
       off.push(await wrk(plain.port, { path: '/mcp', method: 'POST', body: kEcho, headers: offHeaders }, 32, seconds, plain.pid));
       on.push(await wrk(a.port, { path: '/mcp', method: 'POST', body: kEcho, headers: onHeaders }, 32, seconds, a.pid));
@@ -88,7 +94,9 @@ async function main(): Promise<void> {
     const ratios = on.map((o, i) => o.rps / off[i].rps);
     report.c1 = { on, off, ratio: range(ratios) };
 
-    // C2: cancel → observed, sent to the other node or to the node running the tool.
+    // C2: cancel → observed, sent to the other node or to the node running the tool. Hand-written
+    // (as S4 in bench/http/cancel.ts): the tool's own observation time, and the cancel goes to
+    // another node than the call, which `sluice bench --cancel-after` cannot do.
     const session = await openSession(a.port);
     const caller = new Agent({ keepAlive: true, maxSockets: 1 });
     const cancellers = { same: new Agent({ keepAlive: true, maxSockets: 1 }), other: new Agent({ keepAlive: true, maxSockets: 1 }) };

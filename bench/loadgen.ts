@@ -93,6 +93,7 @@ async function main(): Promise<void> {
   const results: Round[] = [];
   try {
     const contenders: Record<string, () => Promise<Figures>> = {
+      // wrk is the reference here: this file measures `sluice bench` against it.
       wrk: async () => {
         const r = await wrk(server.port, { path: '/mcp', method: 'POST', body, headers }, connections, seconds, server.pid);
         return { rps: r.rps, p50ms: r.p50ms, generatorBusy: r.generatorBusy, errors: r.non2xx };

@@ -142,6 +142,8 @@ async function measureLine(line: number): Promise<LineResult> {
       for (let k = 0; k < runs.length; k++) {
         const r = runs[(k + rep) % runs.length]!;
         const s = servers.get(r.server)!;
+        // wrk, not `sluice bench`: each adapter against its own raw ceiling, which needs the
+        // strongest generator on the other core (about 32 µs of generator CPU per request against wrk's ~19, bench/results/loadgen.md).
         const w = await wrk(s.port, r.endpoint, connections, seconds, s.pid);
         if (w.non2xx > 0) throw new Error(`Node ${line} ${r.label}: ${w.non2xx} non-2xx responses`);
         rps[r.key]!.push(w.rps);

@@ -40,7 +40,13 @@ function result(body: string): Record<string, unknown> {
 
 interface Rate { rps: number; p50ms: number; p99ms: number; non2xx: number }
 
-/** wrk with a Lua script that sends `bodies[i]` with header `mcp-name: names[i]`, rotating. */
+/**
+ * wrk with a Lua script that sends `bodies[i]` with header `mcp-name: names[i]`, rotating. Kept
+ * (not `sluice bench`): T1 polls 64 different task ids, and `sluice bench` sends one fixed request
+ * (only the JSON-RPC id changes) of the methods its --method lists (not tasks/get), so it cannot
+ * rotate bodies and Mcp-Name over task ids. The echo baseline of the T1 ratio uses the same
+ * generator, so the ratio compares like with like.
+ */
 async function wrkRotating(port: number, method: string, bodies: string[], names: string[]): Promise<Rate> {
   const script = join(work(), `tasks-${method.replace('/', '-')}.lua`);
   const headers = Object.entries(modernHeaders(method, '')).filter(([k]) => k !== 'mcp-name').map(([k, v]) => `wrk.headers[${JSON.stringify(k)}] = ${JSON.stringify(v)}`).join('\n');
@@ -99,7 +105,8 @@ async function main(): Promise<void> {
     const ratios = gets.map((g, i) => g.rps / echoes[i].rps);
     report.t1 = { gets, echoes, ratio: range(ratios) };
 
-    // T2: cancel → observed, the cancel sent to the other worker.
+    // T2: cancel → observed, the cancel sent to the other worker. Hand-written (as S4): the time is
+    // the tool's own record of the cancel, and the cancel must reach a chosen worker's connection.
     const a = await agentOn(s.port);
     let b: { agent: Agent; worker: string } | undefined;
     for (let attempt = 0; attempt < 500 && b === undefined; attempt++) {

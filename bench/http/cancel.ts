@@ -14,6 +14,11 @@ export interface Latency { mode: string; samples: number[]; rounds: number[][] }
 
 /**
  * S4 over HTTP: a cancel POST (legacy) or a closed stream (2026-07-28) → the tool saw it, in ms.
+ * Kept as a hand-written driver, not `sluice bench --cancel-after`: the figure is when the *tool*
+ * saw the cancel (the tool's own record, same clock), sent once the tool has started; `sluice
+ * bench` cancels on a timer from the send and times what the client sees (the answer stopping, or
+ * a result sent after the cancel). At 2026-07-28 the client closes the stream itself, so its
+ * "answer stops" is zero by construction and no tool answer follows: it cannot give either row.
  * The two modes alternate; the samples are also split into `reps` consecutive rounds for a p50 range.
  */
 export async function s4(samples: number, reps: number): Promise<Latency[]> {

@@ -12,6 +12,10 @@ import type { WrkResult } from './wrk.js';
 
 export interface Row { scenario: string; label: string; connections: number; runs: WrkResult[] }
 
+// wrk stays the generator of S0, S1 and S7: they are throughput ceilings (Sluice against the raw
+// uWS echo and the other servers, ~90-130k req/s on one server core), which need the strongest
+// generator on the other core. `sluice bench` costs about 32 µs of CPU per request against wrk's
+// ~19 (bench/results/loadgen.md), so on one core it tops out near 30k req/s and would measure itself.
 export async function s0(rows: Row[], seconds: number, reps: number): Promise<void> {
   for (let rep = 0; rep < reps; rep++) {
     for (const [label, script] of [['uWS hello', 'uws-hello.mjs'], ['node:http hello', 'node-hello.mjs']] as const) {
@@ -38,6 +42,7 @@ export async function s1(rows: Row[], seconds: number, reps: number, connectionS
         const sample = await send(s.port, e);
         checkEcho(c.label, sample);
         c.check?.(sample);
+        // wrk, not `sluice bench`: the S1 ceiling comparison (see above s0).
         await wrk(s.port, e, 32, 1, s.pid); // warm-up (JIT)
         for (const connections of connectionSets) {
           const r = await wrk(s.port, e, connections, seconds, s.pid);
@@ -68,6 +73,7 @@ export async function s7(seconds: number, reps: number): Promise<TwoWorkersRun[]
     const s = await start('sluice-echo.mjs', ['nosessions', '2'], false);
     try {
       const e = legacyEcho();
+      // wrk -t2 unpinned, not `sluice bench`: two server workers on both cores need the cheapest generator sharing them (see above s0).
       await wrk(s.port, e, 64, 1, s.pid, false, 2);
       const before = await perThreadRequests(s.port);
       const run = await wrk(s.port, e, 64, seconds, s.pid, false, 2);

@@ -74,6 +74,8 @@ export async function s8(seconds: number, reps: number): Promise<ValidationRow[]
         // Alternate which goes first, so a drift within a repeat does not favour one side.
         const order = rep % 2 === 0 ? (['checked', 'open'] as const) : (['open', 'checked'] as const);
         for (const side of order) {
+          // wrk, not `sluice bench`: a difference of tenths of a µs per request at ~80-90k req/s needs
+          // the server saturated; `sluice bench` would saturate its own core first (about 32 µs of generator CPU per request against wrk's ~19, bench/results/loadgen.md).
           const r = await wrk(s.port, p[side], 32, seconds, s.pid);
           if (r.non2xx > 0) throw new Error(`S8 ${side}_${p.n}: ${r.non2xx} non-2xx responses`);
           measured[i]![side].push(r.rps);

@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import * as os from 'node:os';
 
-/** Pin to CPUs when the box has two and taskset exists (perf-anchors §4: server on 1, generator on 0). */
+/** Pin to CPUs when the box has two and taskset exists (server on 1, generator on 0: they never share a core). */
 export const pin = existsSync('/usr/bin/taskset') && os.cpus().length >= 2;
 
 /** `command args`, run on `cpu` when pinning is possible (and `cpu` is given). */
