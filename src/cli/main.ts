@@ -49,6 +49,9 @@ Options of serve:
                        cancelled (default 5000)
   --log-level <level>  debug | info | warn | error (default warn; a tool that throws is logged
                        at warn, with its name)
+  --tracing <module>   OpenTelemetry: a module every serving and pool thread imports first (it
+                       registers an SDK's tracer and/or meter provider): spans per request, the
+                       histograms through the metrics API (docs/deployment.md)
   --redis <url>        cluster mode: share cancels, answers, list changes (and sessions, tasks)
                        with the other nodes through this Redis (redis:// or rediss://)
   --redis-prefix <p>   prefix of every Redis key and channel (default sluice:)
@@ -135,6 +138,7 @@ async function run(argv: readonly string[]): Promise<number> {
         'auth-jwks': { type: 'string' },
         'auth-scope': { type: 'string', multiple: true },
         'auth-token-types': { type: 'string' },
+        tracing: { type: 'string' },
         timeout: { type: 'string' },
         era: { type: 'string' },
         json: { type: 'boolean' },

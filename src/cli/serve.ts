@@ -40,6 +40,7 @@ export interface ServeFlags {
   'auth-jwks'?: string | undefined;
   'auth-scope'?: string[] | undefined;
   'auth-token-types'?: string | undefined;
+  tracing?: string | undefined;
 }
 
 /** `--metrics-port P [--metrics-host H]`: /metrics on a listener of its own (implies --metrics). */
@@ -92,7 +93,15 @@ export function serveOptions(values: ServeFlags, env: NodeJS.ProcessEnv = proces
     ...(values.redis === undefined ? {} : { cluster: { redis: values.redis, keyPrefix: values['redis-prefix'], startDegraded: values['start-degraded'] === true, tlsCaFile: values['redis-tls-ca'] } }),
     ...(keys === undefined || keys.length === 0 ? {} : { requestStateKeys: keys }),
     ...(auth === undefined ? {} : { auth }),
+    ...(values.tracing === undefined ? {} : { tracing: tracingModule(values.tracing) }),
   };
+}
+
+/** `--tracing <module>`: an OpenTelemetry setup module every serving thread imports; it must exist. */
+function tracingModule(spec: string): string {
+  const url = toolsModuleUrl(spec);
+  if (url.startsWith('file:') && !existsSync(fileURLToPath(url))) throw new UsageError(`--tracing: the module ${fileURLToPath(url)} does not exist (resolved against the current directory ${process.cwd()})`);
+  return url;
 }
 
 /** The --auth-* flags as `auth` options (checked by resolveAuth: a bad URL is a usage error). */
