@@ -24,7 +24,7 @@ import { ParamHeaders } from './param-headers.js';
 import { HttpReply } from './reply.js';
 import type { ReplyShared } from './reply.js';
 import { kNotReady, isDraining } from './readiness.js';
-import { RetryLater, kInternal, kSessionRequired, kTooManyInFlight, kUnauthorized } from './refusals.js';
+import { RetryLater, kDrainingRefusal, kInternal, kSessionRequired, kTooManyInFlight, kUnauthorized } from './refusals.js';
 
 export type { AuthRequest, Authenticate, Principal } from './caller.js';
 export { hostName, kLoopbackHosts } from './headers.js';
@@ -89,8 +89,6 @@ const kAllow: Headers = [['allow', 'POST, DELETE']];
 const kAllowPost: Headers = [['allow', 'POST']];
 const kMetricsType: Headers = [['content-type', 'text/plain; version=0.0.4']];
 const kText: Headers = [['content-type', 'text/plain'], ['cache-control', 'no-store']];
-/** initialize while draining: come back in a second (the balancer will have sent you elsewhere). */
-const kDrainingRefusal = Object.freeze(new RetryLater(-32000, 'server shutting down: open the session on another node', undefined, 503));
 /**
  * MCP Streamable HTTP for both eras, over any adapter: it routes, and writes what the rules
  * decide. Header rules (headers.ts, cors.ts), who the caller is (caller.ts), legacy sessions

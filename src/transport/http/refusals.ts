@@ -24,6 +24,8 @@ export const kInternal = refusal(500, 'Internal error', ErrorCode.InternalError)
 export const kTooManySessions = Object.freeze(new RetryLater(ErrorCode.InternalError, 'Too Many Requests: too many sessions for this client', undefined, 429));
 export const kTooManyInFlight = Object.freeze(new RetryLater(ErrorCode.InternalError, 'Too Many Requests: too many requests in flight for this client', undefined, 429));
 export const kSessionsFull = Object.freeze(new RetryLater(ErrorCode.InternalError, 'Server busy: session table full', undefined, 503));
+/** initialize while draining: come back in a second (the balancer will have sent you elsewhere). */
+export const kDrainingRefusal = Object.freeze(new RetryLater(-32000, 'server shutting down: open the session on another node', undefined, 503));
 
 /** Two values of a security-relevant header let a proxy and this server see different requests. */
 export function duplicateHeader(name: string): ProtocolError {
