@@ -15,12 +15,11 @@ import { requestBody, mcpHeaders, requestParams } from '../src/loadgen/wire.js';
 import { collect, ensureTools, start, wrk } from './http/wrk.js';
 import { cpuTimes, machineLine, pin, pinned } from './lib/machine.js';
 import { stopServer } from './lib/process.js';
-import { fixed, kRoot, mdTable, toJson, writeResults } from './lib/report.js';
+import { fixed, mdTable, toJson, writeResults } from './lib/report.js';
+import { sluiceBench as runSluiceBench } from './lib/sluice-bench.js';
 import { range } from './lib/stats.js';
 import type { Range } from './lib/stats.js';
 import { svgBars } from './lib/svg.js';
-
-const kBin = `${kRoot}bin/sluice.js`;
 
 /** The load request: a 2026-07-28 tools/call echo, exactly what `sluice bench --era 2026-07-28` sends (id aside). */
 function endpoint(): { body: string; headers: Record<string, string> } {
@@ -37,10 +36,9 @@ interface Figures { rps: number; p50ms: number; generatorBusy: number; errors: n
 /** `sluice bench` pinned to CPU 0, its JSON summary. */
 async function sluiceBench(port: number, connections: number, seconds: number): Promise<Figures> {
   const cpu0 = pin ? cpuTimes(0) : [0, 1];
-  const out = await collect(pinned(0, process.execPath, [kBin, 'bench', `http://127.0.0.1:${port}/mcp`, '--era', '2026-07-28', '--tool', 'echo', '--args', '{"text":"hello"}',
-    '--connections', String(connections), '--duration', `${seconds}s`, '--warmup', '1s', '--threads', '1', '--json']), 'sluice bench');
+  const s = await runSluiceBench(0, `http://127.0.0.1:${port}/mcp`, ['--era', '2026-07-28', '--tool', 'echo', '--args', '{"text":"hello"}',
+    '--connections', String(connections), '--duration', `${seconds}s`, '--warmup', '1s', '--threads', '1']);
   const cpu1 = pin ? cpuTimes(0) : [1, 1];
-  const s = JSON.parse(out) as { requestsPerSecond: number; latencyMs: { p50: number }; errors: { total: number }; generator: { cpuUsPerRequest: number } };
   return { rps: s.requestsPerSecond, p50ms: s.latencyMs.p50, generatorBusy: (cpu1[0]! - cpu0[0]!) / Math.max(1, cpu1[1]! - cpu0[1]!), errors: s.errors.total, cpuUsPerRequest: s.generator.cpuUsPerRequest };
 }
 
