@@ -4,7 +4,7 @@ import { InsufficientScopeError, SessionExpiredError, UnauthorizedError } from '
 import { checkParamHeaders, kInvalidAnnotations } from './param-headers.js';
 import type { ClientTransport, JsonRpcMessage } from './transport.js';
 import { Task, kTasksExtension, reasonOf } from './tasks.js';
-import { ClientTracer } from './tracing.js';
+import { ClientMeter, ClientTracer } from './tracing.js';
 import type { InputResponses, ListTasksResult, TaskCallOptions, TaskHandle, TaskInfo, TaskPeer } from './tasks.js';
 import type {
   CallToolResult, CompleteResult, GetPromptResult, ListPromptsResult, ListResourcesResult, ListResourceTemplatesResult, ListToolsResult,
@@ -71,6 +71,7 @@ export class Client {
   #listed = false;
   /** CLIENT spans, when an OpenTelemetry SDK was registered in this thread as the client was made. */
   readonly #tracer = ClientTracer.create();
+  readonly #meter = ClientMeter.create();
 
   constructor(transport: ClientTransport, options: ClientOptions = {}) {
     this.#transport = transport;
@@ -191,6 +192,7 @@ export class Client {
     }
     if (options.onProgress !== undefined) meta.progressToken = id;
     const span = this.#tracer?.start(method, params, id, this.#era === 'modern' ? kModernVersion : undefined, meta);
+    const startedAt = this.#meter === undefined ? 0 : performance.now();
     const message: JsonRpcMessage = { jsonrpc: '2.0', id, method, params: Object.keys(meta).length > 0 ? { ...params, _meta: meta } : params };
     const cancellable = method !== 'initialize';
     const local = new AbortController();
@@ -240,6 +242,7 @@ export class Client {
         reject(error instanceof Error ? error : new SluiceError('transport_closed', `the transport failed: ${String(error)}`));
       });
     });
+    this.#meter?.observe(method, params, startedAt, result);
     return span === undefined ? result : this.#tracer!.settle(span, result);
   }
 
