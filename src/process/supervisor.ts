@@ -17,7 +17,7 @@ import type { HttpStack, HttpStackInput } from '../server/http-stack.js';
 import { NodeServices } from '../server/node-services.js';
 import type { ClusterHooks } from '../server/node-services.js';
 import type { ServerLogSink, ServerOptions } from '../server/options.js';
-import { kNotReady } from '../server/shared-state.js';
+import { kNotReady } from '../transport/http/readiness.js';
 import { Counter } from '../telemetry/counters.js';
 import { MetricsScrape } from '../telemetry/scrape.js';
 import type { ListKind } from '../tools/context.js';

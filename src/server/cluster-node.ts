@@ -13,7 +13,7 @@ import type { BusMessage } from '../cluster/codec.js';
 import type { RedisContext } from '../cluster/contract.js';
 import type { Registry } from '../registry/index.js';
 import { validRequestId } from '../registry/index.js';
-import { kNotReady } from './shared-state.js';
+import { kNotReady } from '../transport/http/readiness.js';
 import type { ServerLogSink, ResolvedCluster } from './options.js';
 import { Counter } from '../telemetry/counters.js';
 import type { ServerCounters } from '../telemetry/counters.js';

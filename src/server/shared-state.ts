@@ -26,23 +26,8 @@ export interface SharedState {
    * open a state (and, given in options, every node and a restarted one).
    */
   readonly stateKeys: readonly Uint8Array[];
-  /** Readiness flags (`kNotReady`), written by the owning thread, read by /readyz in every thread. */
+  /** Readiness flags (`kNotReady`, transport/http/readiness.ts), written by the owning thread, read by /readyz in every thread. */
   readonly readiness: Int32Array;
-}
-
-/** Bits of `SharedState.readiness[0]` (0: ready): Draining makes /readyz 503, ClusterDown only shows in its body. */
-export const kNotReady = {
-  /** Shutting down: the load balancer should stop sending traffic. */
-  Draining: 1,
-  /** Cluster mode: the link to Redis is down (what needs another node fails; the node stays ready). */
-  ClusterDown: 2,
-} as const;
-
-/** The reason /readyz gives for a readiness word (undefined: ready). */
-export function notReadyReason(flags: number): string | undefined {
-  if (flags === 0) return undefined;
-  if ((flags & kNotReady.Draining) !== 0) return 'draining';
-  return 'cluster link down';
 }
 
 /** The tables a server owns (made in the thread that owns the server), and what other threads attach. */
