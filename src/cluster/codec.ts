@@ -73,17 +73,17 @@ const packr = new Packr({ useRecords: false, moreTypes: false });
 
 /** `String.prototype.isWellFormed` / `toWellFormed` (ES2024; every Node Sluice runs on has them). */
 interface WellFormed { isWellFormed(): boolean; toWellFormed(): string }
-const wellFormed = <T>(value: T): T => (typeof value === 'string' && !(value as unknown as WellFormed).isWellFormed() ? (value as unknown as WellFormed).toWellFormed() as T : value);
+const isWellFormed = (value: unknown): boolean => typeof value !== 'string' || (value as unknown as WellFormed).isWellFormed();
+const wellFormed = <T>(value: T): T => (isWellFormed(value) ? value : (value as unknown as WellFormed).toWellFormed() as T);
 
 /**
  * Lone UTF-16 surrogates (a client's JSON may carry them) become U+FFFD before encoding: they have
  * no UTF-8 form, and the reader refuses a string that is not valid UTF-8.
  */
 export function encodeMessage(message: BusMessage): Buffer {
-  const m = message as unknown as Record<string, unknown>;
-  for (const key in m) {
-    const value = m[key];
-    if (typeof value === 'string' && wellFormed(value) !== value) return packr.pack(Object.fromEntries(Object.entries(m).map(([k, v]) => [k, wellFormed(v)])));
+  const m = message as unknown as Fields;
+  if (!isWellFormed(m.f) || !isWellFormed(m.s) || !isWellFormed(m.i) || !isWellFormed(m.r) || !isWellFormed(m.n) || !isWellFormed(m.x)) {
+    return packr.pack(Object.fromEntries(Object.entries(m).map(([k, v]) => [k, wellFormed(v)])));
   }
   return packr.pack(message);
 }
@@ -132,7 +132,7 @@ export function checkMessage(value: unknown): BusMessage | undefined {
  * Each length is checked against the bytes left before anything is allocated. Returns the fields,
  * or why the bytes are refused. msgpackr writes exactly this form for a flat object.
  */
-function readFlatMap(bytes: Buffer): Record<string, unknown> | string {
+function readFlatMap(bytes: Buffer): Fields | string {
   const r: Reader = { bytes, pos: 0, error: '' };
   const head = bytes[0];
   let count: number;
@@ -142,20 +142,47 @@ function readFlatMap(bytes: Buffer): Record<string, unknown> | string {
   else if (head === 0xdf && bytes.length >= 5) { count = bytes.readUInt32BE(1); r.pos = 5; }
   else return 'not a MessagePack map';
   if (count > kMaxFields) return `${count} fields, over ${kMaxFields}`;
-  const fields: Record<string, unknown> = {};
+  // One fixed shape, filled by key: no per-key object growth, and no key string made for our own keys.
+  const fields: Fields = { k: undefined, f: undefined, s: undefined, i: undefined, r: undefined, n: undefined, t: undefined, x: undefined, l: undefined };
+  let seen = 0;
+  let others: string[] | undefined;
   for (let i = 0; i < count; i++) {
-    const key = readScalar(r);
-    if (key === kBad) return r.error;
-    // At most 8 characters: never `__proto__`, so the assignment below only ever makes an own field.
-    if (typeof key !== 'string' || key.length > 8) return 'a key that is not a short string';
-    if (Object.hasOwn(fields, key)) return `field ${JSON.stringify(key)} twice`;
+    let key: string;
+    if (bytes[r.pos] === 0xa1 && r.pos + 1 < bytes.length && bytes[r.pos + 1]! < 0x80) {
+      key = kAsciiChars[bytes[r.pos + 1]!]!; // a one-character key: every key of ours
+      r.pos += 2;
+    } else {
+      const read = readScalar(r);
+      if (read === kBad) return r.error;
+      if (typeof read !== 'string' || read.length > 8) return 'a key that is not a short string';
+      key = read;
+    }
+    const bit = key.length === 1 ? kFieldBits[key.charCodeAt(0)] ?? 0 : 0;
+    if (bit === 0) {
+      // Not a field of ours (a newer peer's, or junk): its value is still checked, then ignored.
+      if ((others ??= []).includes(key)) return `field ${JSON.stringify(key)} twice`;
+      others.push(key);
+    } else if ((seen & bit) !== 0) {
+      return `field ${JSON.stringify(key)} twice`;
+    }
+    seen |= bit;
     const value = readScalar(r);
     if (value === kBad) return `field ${JSON.stringify(key)}: ${r.error}`;
-    fields[key] = value;
+    if (bit !== 0) fields[key as keyof Fields] = value;
   }
   if (r.pos !== bytes.length) return `${bytes.length - r.pos} bytes after the message`;
   return fields;
 }
+
+/** Every field a message of any kind may have, absent as undefined. */
+interface Fields { k: unknown; f: unknown; s: unknown; i: unknown; r: unknown; n: unknown; t: unknown; x: unknown; l: unknown }
+
+/** A bit per field of ours, by the character code of its one-character key. */
+const kFieldBits: readonly (number | undefined)[] = (() => {
+  const bits: Array<number | undefined> = [];
+  ['k', 'f', 's', 'i', 'r', 'n', 't', 'x', 'l'].forEach((key, at) => { bits[key.charCodeAt(0)] = 1 << at; });
+  return bits;
+})();
 
 interface Reader {
   readonly bytes: Buffer;
