@@ -43,18 +43,19 @@ async function raw(mode: 'client' | 'host', port: MessagePort): Promise<{ worker
   return { worker, got: () => messages };
 }
 
-async function host(): Promise<{ host: SessionDirectoryHost; problems: string[] }> {
+async function host(): Promise<{ host: SessionDirectoryHost; problems: string[]; prefix: string }> {
   const connection = new Redis(redis.url, { maxRetriesPerRequest: 1, lazyConnect: true });
   connection.on('error', () => {});
   await connection.connect();
   const problems: string[] = [];
   const store = SessionStore.create(16, 4);
-  const directory = new SessionDirectoryHost({ redis: connection, keyPrefix: `p${randomBytes(4).toString('hex')}:`, nodeId: 'n1' }, {
+  const prefix = `p${randomBytes(4).toString('hex')}:`;
+  const directory = new SessionDirectoryHost({ redis: connection, keyPrefix: prefix, nodeId: 'n1' }, {
     store, idleMs: 60_000, log: () => {}, onProblem: (m) => problems.push(m),
   });
   cleanup(() => connection.disconnect());
   cleanup(() => directory.close());
-  return { host: directory, problems };
+  return { host: directory, problems, prefix };
 }
 
 const session = () => randomBytes(16).toString('hex');
@@ -164,5 +165,28 @@ describe('the session directory port cannot be wedged', () => {
     expect(await client.end(id)).toBe('ok');
     expect(await client.setLogLevel(id, 2)).toBe('missing');
     expect(problems).toEqual([]);
+  });
+
+  it('an invalidation longer than any session id is ignored: no node acknowledges it back at its size', async () => {
+    const { prefix } = await host();
+    const listener = new Redis(redis.url);
+    listener.on('error', () => {});
+    cleanup(() => listener.disconnect());
+    const acks: string[] = [];
+    listener.on('message', (_channel: string, message: string) => acks.push(message));
+    await listener.subscribe(`${prefix}sessions-ack`);
+    const publisher = new Redis(redis.url);
+    cleanup(() => publisher.disconnect());
+    // The host's subscriber may still be connecting: repeat the good one until it is acknowledged.
+    const end = Date.now() + 5_000;
+    while (!acks.includes(`other ${'a'.repeat(32)}`) && Date.now() < end) {
+      await publisher.publish(`${prefix}sessions`, `other ${'a'.repeat(32)}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(acks).toContain(`other ${'a'.repeat(32)}`);
+    await publisher.publish(`${prefix}sessions`, `other ${'b'.repeat(100_000)}`);
+    await publisher.publish(`${prefix}sessions`, `other ${'c'.repeat(32)}`);
+    await until('the second good one acknowledged', () => acks.includes(`other ${'c'.repeat(32)}`));
+    expect(acks.filter((a) => a.length > 1_000)).toEqual([]);
   });
 });
