@@ -13,7 +13,7 @@ import { runnerId, workerConfig } from '../server/config.js';
 import { startHttpStack } from '../server/http-stack.js';
 import type { HttpStack } from '../server/http-stack.js';
 import { filterLog } from '../server/options.js';
-import type { LocalTasks } from '../server/node-services.js';
+import type { LocalTasks } from '../server/serving-engine.js';
 import { TaskStoreClient } from '../tasks/stores/port-store.js';
 import { cancellationCleanupChannel, requestCancelledChannel, requestKilledChannel, requestStopChannel } from '../telemetry/channels.js';
 import { Counter } from '../telemetry/counters.js';

@@ -12,12 +12,14 @@ import type { ServerLogLevel, ResolvedOptions } from '../server/options.js';
 
 /** What the supervisor passes an HTTP worker (workerData). */
 export interface HttpWorkerData {
+  /** The server's shared memory, and its resolved options (ServerConfig.options). */
   readonly shared: SharedState;
   readonly options: ResolvedOptions;
+  /** The tools module the worker and its pool load. */
   readonly toolsModule: string;
+  /** The adapter the supervisor chose, the port, and whether this worker is the first on it (HttpStackInput.firstOnPort). */
   readonly adapter: AdapterKind;
   readonly port: number;
-  /** The first HTTP worker on its port (RuntimeInput.firstOnPort). */
   readonly firstOnPort: boolean;
   /** This worker's end of the channel to the supervisor's task store (transferred); absent when tasks are off. */
   readonly tasks?: MessagePort | undefined;

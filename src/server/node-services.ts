@@ -14,17 +14,11 @@ import type { CloseList } from './close-list.js';
 import { runnerId } from './config.js';
 import type { ServerConfig } from './config.js';
 import { createSharedTables } from './shared-state.js';
+import type { LocalTasks } from './serving-engine.js';
 import type { SharedTables } from './shared-state.js';
 
 /** How often the supervisor posts the memory store's size where /metrics (in every thread) reads it. */
 const kTaskGaugeMs = 1000;
-
-/** What a serving thread holding the task store itself is given (EngineInput.tasks). */
-export interface LocalTasks {
-  readonly store: TaskStore;
-  readonly limits: TaskLimits;
-  readonly runner: string;
-}
 
 /** The owner's hooks into cluster mode: where relayed answers and list changes go. */
 export interface ClusterHooks {

@@ -15,6 +15,14 @@ import { ToolPool } from '../tools/pool.js';
 import type { ResolvedOptions, ServerLogSink } from './options.js';
 import type { SharedState } from './shared-state.js';
 
+/** Where a serving thread's tasks live (the store itself, or a port client to the supervisor's) and who runs them. */
+export interface LocalTasks {
+  readonly store: TaskStore;
+  readonly limits: TaskLimits;
+  /** This thread's runner id (config.ts runnerId). */
+  readonly runner: string;
+}
+
 export interface EngineInput {
   readonly shared: SharedState;
   readonly options: ResolvedOptions;
@@ -36,11 +44,8 @@ export interface EngineInput {
   readonly broadcastListChanged?: ((kind: ListKind) => void) | undefined;
   /** Told each pool thread's id as it starts (`alive`) and once it has exited (see ToolPoolOptions.onThread). */
   readonly onPoolThread?: ((threadId: number, alive: boolean) => void) | undefined;
-  /**
-   * Where this thread's tasks live (the store itself, or a TaskStoreClient to the supervisor's) and
-   * who runs them (this thread's id); absent when tasks are off.
-   */
-  readonly tasks?: { readonly store: TaskStore; readonly limits: TaskLimits; readonly runner: string } | undefined;
+  /** Where this thread's tasks live and who runs them (LocalTasks); absent when tasks are off. */
+  readonly tasks?: LocalTasks | undefined;
   /** An authenticate hook checks callers (the engine offers 2025-11-25 tasks/list only then). */
   readonly authenticated?: boolean | undefined;
   /** How requests arrive, for spans (`network.transport`); default 'tcp'. */
@@ -50,8 +55,11 @@ export interface EngineInput {
 /** One serving thread's protocol stack: this thread attached to the shared tables, the pool, the engine. */
 export interface ServingEngine {
   readonly engine: Engine;
+  /** This thread's attachment of the shared registry. */
   readonly registry: Registry;
+  /** This thread's counters and histograms block. */
   readonly counters: ServerCounters;
+  /** The pool threads of `pool: true` tools; undefined when the catalog has none (or in-process). */
   readonly pool: ToolPool | undefined;
 }
 
