@@ -103,7 +103,7 @@ async function supervisorLinks(data: HttpWorkerData, closer: CloseList, onProble
   let sessionDirectory: SessionDirectoryAccess | undefined;
   if (data.sessionDirectory !== undefined) {
     const { SessionDirectoryClient } = await import('../cluster/session-client.js');
-    const client = new SessionDirectoryClient(data.sessionDirectory);
+    const client = new SessionDirectoryClient(data.sessionDirectory, { onProblem });
     closer.add('the session directory port', () => client.close());
     sessionDirectory = client;
   }

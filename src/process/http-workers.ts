@@ -139,7 +139,7 @@ export class HttpWorkers {
     }
     const threadId = worker.threadId;
     if (tasks !== undefined) this.#taskHost!.attach(tasks.port1, runnerId(this.#config.options, threadId));
-    if (sessions !== undefined) this.#services.sessionHost!.attach(sessions.port1);
+    if (sessions !== undefined) this.#services.sessionHost!.attach(sessions.port1, this.#portProblem);
     this.#workers.set(worker, threadId);
     return new Promise((resolve, reject) => {
       const start: Start = { started: false, resolve, reject };
