@@ -2,7 +2,8 @@
  * The in-flight rows: a multiset of running requests keyed by (scope, id) in the shared in-flight
  * table, with the capacity every thread draws from, and the flag raise a cancel makes on a row.
  * This is the request path (`track` and `untrack` once per request): no allocation but the handle,
- * and no shared counter touched in the common case.
+ * and no shared counter touched in the common case. `InFlightRows` is the base class of `Registry`,
+ * so those two calls reach their bodies with no forwarding call in between, whatever V8 inlines.
  */
 import * as shmLayout from '../../native-free-shm/layout.js';
 import type { RosterMember, ShmTable } from '../../native-free-shm/index.js';
@@ -23,7 +24,7 @@ const { checkScope } = keys;
 const Handle = TrackHandle;
 const settle = settleHandle;
 
-/** The in-flight rows of one attached registry, for this thread. */
+/** The in-flight rows of one attached registry, for this thread: the request path of `Registry`. */
 export class InFlightRows {
   readonly #table: ShmTable;
   readonly #state: Int32Array;
@@ -36,8 +37,6 @@ export class InFlightRows {
   readonly #handles: HandleContext;
   /** For adopted handles: rows another thread owns wait on the row itself. */
   readonly #adopted: HandleContext;
-  readonly #epochs: number;
-  readonly #epochCount: number;
 
   constructor(a: Attachment, reasons: ReasonSource) {
     this.#table = a.inFlight;
@@ -47,8 +46,6 @@ export class InFlightRows {
     this.#counters = a.counters;
     this.#cb = a.cb;
     this.#enc = a.enc;
-    this.#epochs = a.epochs;
-    this.#epochCount = a.epochCount;
     this.#adopted = { table: a.inFlight, words: a.inFlight.i32, reasons };
     const epoch = epochWord(a, a.member.index);
     this.#handles = epoch >= 0 ? { ...this.#adopted, watcher: new CancelWatcher(a.state, epoch) } : this.#adopted;
@@ -62,7 +59,11 @@ export class InFlightRows {
     });
   }
 
-  /** See `Registry.track`. */
+  /**
+   * Starts tracking a request. Returns its handle, or a refusal (`invalid_request_id`, or
+   * `in_flight_capacity_exhausted`: answer 503, never run it uncancellable). Throws only for a
+   * non-string scope (a programming error).
+   */
   track(id: RequestId, scope: string): TrackHandle | TrackRefusal {
     const enc = this.#enc;
     if (!enc.encode(id, checkScope(scope))) return kRefusedInvalidId;
@@ -88,7 +89,7 @@ export class InFlightRows {
     return new Handle(this.#handles, slot, ctl, id, scope);
   }
 
-  /** See `Registry.untrack`. */
+  /** Stops tracking the handle's own row (a namesake's row stays). Idempotent. */
   untrack(handle: TrackHandle): void {
     const removed = this.#table.remove(handle.slot, handle.ctl);
     settle(handle, removed);
@@ -123,40 +124,39 @@ export class InFlightRows {
     return new TrackHandle(this.#adopted, ref.slot, ref.ctl, ref.id, ref.scope);
   }
 
-  /** True while at least one row of the key in the encoder is tracked (the caller just encoded it). */
-  hasEncoded(): boolean {
-    const key = this.#enc.key;
-    return this.#table.find(key.words, key.length, this.#enc.hash) >= 0;
-  }
-
-  /** Raises the flag of every row of the key in the encoder (the caller just encoded it). */
-  raiseEncoded(): void {
-    const enc = this.#enc;
-    const key = enc.key;
-    const table = this.#table;
-    for (let s = table.find(key.words, key.length, enc.hash); s >= 0; s = table.next()) this.raise(s, table.matchCtl);
-  }
-
-  /**
-   * Flags one in-flight row and, if that changed it, bumps its owner's cancel epoch and wakes the
-   * owner's watcher (if it ever parked one). The owner is read before the flag: a successful raise
-   * proves the row was that incarnation throughout, so the owner read belongs to it.
-   */
-  raise(slot: number, ctl: number): void {
-    const table = this.#table;
-    const v = table.valueIndex(slot);
-    const index = table.i32[v + kIvOwner]! & ((1 << kTokenIndexBits) - 1);
-    // Who raises it, for the reason's reader (the raise's compare-and-swap publishes this store).
-    table.i32[v + kIvCanceller] = this.#member.index + 1;
-    if (!table.raise(slot, ctl) || index >= this.#epochCount) return;
-    const state = this.#state;
-    const at = this.#epochs + index * kEpochStride;
-    Atomics.add(state, at, 1);
-    if (Atomics.load(state, at + kEpochArmed) !== 0) Atomics.notify(state, at);
-  }
-
   /** This thread's handles awaiting a cancellation (tests, diagnostics). */
   get watching(): number {
     return this.#handles.watcher?.size ?? 0;
   }
+}
+
+/** True while at least one row of the key in the encoder is tracked (the caller just encoded it). */
+export function trackedEncoded(a: Attachment): boolean {
+  const key = a.enc.key;
+  return a.inFlight.find(key.words, key.length, a.enc.hash) >= 0;
+}
+
+/** Raises the flag of every row of the key in the encoder (the caller just encoded it). */
+export function raiseEncoded(a: Attachment): void {
+  const key = a.enc.key;
+  const table = a.inFlight;
+  for (let s = table.find(key.words, key.length, a.enc.hash); s >= 0; s = table.next()) raiseRow(a, s, table.matchCtl);
+}
+
+/**
+ * Flags one in-flight row and, if that changed it, bumps its owner's cancel epoch and wakes the
+ * owner's watcher (if it ever parked one). The owner is read before the flag: a successful raise
+ * proves the row was that incarnation throughout, so the owner read belongs to it.
+ */
+export function raiseRow(a: Attachment, slot: number, ctl: number): void {
+  const table = a.inFlight;
+  const v = table.valueIndex(slot);
+  const index = table.i32[v + kIvOwner]! & ((1 << kTokenIndexBits) - 1);
+  // Who raises it, for the reason's reader (the raise's compare-and-swap publishes this store).
+  table.i32[v + kIvCanceller] = a.member.index + 1;
+  if (!table.raise(slot, ctl) || index >= a.epochCount) return;
+  const state = a.state;
+  const at = a.epochs + index * kEpochStride;
+  Atomics.add(state, at, 1);
+  if (Atomics.load(state, at + kEpochArmed) !== 0) Atomics.notify(state, at);
 }

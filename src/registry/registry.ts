@@ -13,7 +13,8 @@ import type { Attachment, RegistryDescriptor } from './attachment.js';
 import { CancellationRows } from './cancellation-rows.js';
 import { readCounters, scanRows, verifyTables } from './counters.js';
 import type { RegistryCounters } from './counters.js';
-import type { HandleRef, TrackHandle, TrackRefusal } from './handle.js';
+import type { TrackHandle } from './handle.js';
+import * as inFlight from './in-flight.js';
 import { InFlightRows } from './in-flight.js';
 import { startJanitor, sweep } from './janitor.js';
 import type { CleanupResult, JanitorOptions } from './janitor.js';
@@ -28,6 +29,7 @@ import { sanitizeReason } from './reason.js';
 // at every use (V8 does not fold another module's exports); a module-local const is an immediate.
 const { kCtCancellations, kCtCancellationsRefused, kStBuckets } = layout;
 const { checkScope, kMaxKeyBytes } = keys;
+const { raiseEncoded, raiseRow, trackedEncoded } = inFlight;
 
 export type CancelResult =
   | { readonly ok: true }
@@ -75,53 +77,36 @@ export function attachRegistry(descriptor: RegistryDescriptor): Registry {
 /**
  * The cancellation registry (docs/registry.md): cancellation rows and a multiset of in-flight rows keyed by
  * (scope, id), in shared memory, usable from every thread that attaches it. Request path:
- * `track` → run → `untrack` → `clear` (in a finally).
+ * `track` → run → `untrack` → `clear` (in a finally). `track`, `untrack`, `adopt` and `watching`
+ * are its base class's (in-flight.ts).
  */
-export class Registry {
+export class Registry extends InFlightRows {
   readonly descriptor: RegistryDescriptor;
   readonly maxRows: number;
   readonly maxRowsPerScope: number;
   readonly inFlightCapacity: number;
   readonly #a: Attachment;
-  readonly #flight: InFlightRows;
   readonly #rows: CancellationRows;
   /** Quota and eviction: called only when a bucket is at the quota or the cap is reached. */
   readonly #policy: QuotaPolicy;
 
   constructor(descriptor: RegistryDescriptor) {
     const a = attach(descriptor);
+    const quota = new QuotaPolicy(a);
+    const rows = new CancellationRows(a, quota);
+    super(a, rows);
     this.descriptor = descriptor;
     this.maxRows = descriptor.maxRows;
     this.maxRowsPerScope = descriptor.maxRowsPerScope;
     this.inFlightCapacity = descriptor.inFlightCapacity;
     this.#a = a;
-    this.#policy = new QuotaPolicy(a);
-    this.#rows = new CancellationRows(a, this.#policy);
-    this.#flight = new InFlightRows(a, this.#rows);
-  }
-
-  /**
-   * Starts tracking a request. Returns its handle, or a refusal (`invalid_request_id`, or
-   * `in_flight_capacity_exhausted`: answer 503, never run it uncancellable). Throws only for a
-   * non-string scope (a programming error).
-   */
-  track(id: RequestId, scope: string): TrackHandle | TrackRefusal {
-    return this.#flight.track(id, scope);
-  }
-
-  /** Stops tracking the handle's own row (a namesake's row stays). Idempotent. */
-  untrack(handle: TrackHandle): void {
-    this.#flight.untrack(handle);
-  }
-
-  /** A handle for a request tracked in another thread (from its `ref`), to poll or wait on here. */
-  adopt(ref: HandleRef): TrackHandle {
-    return this.#flight.adopt(ref);
+    this.#policy = quota;
+    this.#rows = rows;
   }
 
   /** True while at least one request with this id is tracked in this scope. */
   inFlight(id: unknown, scope: string): boolean {
-    return this.#a.enc.encode(id, checkScope(scope)) && this.#flight.hasEncoded();
+    return this.#a.enc.encode(id, checkScope(scope)) && trackedEncoded(this.#a);
   }
 
   /**
@@ -144,13 +129,8 @@ export class Registry {
    */
   cancelRequest(handle: TrackHandle, reason: unknown): CancelResult {
     const result = this.#record(handle.id, reason, handle.scope, handle);
-    if (!result.ok) this.#flight.raise(handle.slot, handle.ctl);
+    if (!result.ok) raiseRow(this.#a, handle.slot, handle.ctl);
     return kOk;
-  }
-
-  /** This thread's handles awaiting a cancellation (tests, diagnostics). */
-  get watching(): number {
-    return this.#flight.watching;
   }
 
   #record(id: unknown, reason: unknown, scope: string, only: TrackHandle | undefined): CancelResult {
@@ -172,8 +152,8 @@ export class Registry {
     const rows = this.#rows;
     rows.cancelling();
     try {
-      if (only !== undefined) this.#flight.raise(only.slot, only.ctl);
-      else this.#flight.raiseEncoded();
+      if (only !== undefined) raiseRow(a, only.slot, only.ctl);
+      else raiseEncoded(a);
       if (!rows.writeEncoded(reason, bucket)) {
         // Every slot is taken by writers that are mid-insert: nothing left to evict. Flags raised
         // above stay raised (the request is cancelled, without a reason), as for cancelRequest.
