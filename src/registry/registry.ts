@@ -1,8 +1,8 @@
 /**
  * The registry itself: allocating one, attaching to one, and the `Registry` each thread uses. It
- * wires the parts (in-flight.ts: the multiset of running requests; cancellation-rows.ts: rows and
- * reasons; policy.ts: quota and eviction; janitor.ts: cleanup; counters.ts) and holds the one
- * sequence that spans them, a cancel: quota, flags, row, event.
+ * wires the parts (in-flight.ts, its base class: the multiset of running requests;
+ * cancellation-rows.ts: rows and reasons; policy.ts: quota and eviction; janitor.ts: cleanup;
+ * counters.ts) and holds the one sequence that spans them, a cancel: quota, flags, row, event.
  */
 import type { Worker } from 'node:worker_threads';
 import { Roster, ShmTable } from '../../native-free-shm/index.js';
