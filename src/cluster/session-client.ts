@@ -15,6 +15,12 @@
  * `sluice_port_problems_total`).
  */
 import type { MessagePort } from 'node:worker_threads';
+import { PortClient } from '../ports/client.js';
+import { warnProblem } from '../ports/problem.js';
+import type { PortProblem } from '../ports/problem.js';
+
+export { warnProblem } from '../ports/problem.js';
+export type { PortProblem } from '../ports/problem.js';
 
 /**
  * - `ok`: done (for `adopt`: the session is now in this node's table);
@@ -51,9 +57,6 @@ export type FromSessionHost =
   | { readonly type: 'answer'; readonly id: number; readonly answer: DirectoryAnswer }
   | { readonly type: 'undeliverable'; readonly seq: number };
 
-/** Where a port problem is reported (the thread's log and counters). */
-export type PortProblem = (message: string) => void;
-
 export interface SessionDirectoryClientOptions {
   /**
    * Longest wait for one answer before the call answers `unavailable`. Default 10 s: above the
@@ -71,7 +74,8 @@ export const kMaxSessionField = 256;
 
 const kAnswers: ReadonlySet<string> = new Set<DirectoryAnswer>(['ok', 'missing', 'full', 'unavailable']);
 
-export const warnProblem: PortProblem = (message) => process.emitWarning(message, 'SluiceWarning');
+/** How both ends of the session directory's port name it and a failed call in their reports. */
+export const kSessionPortWording = { name: 'session directory', failure: 'answers unavailable' } as const;
 
 /** Whether `value` is a call the host can serve: the right fields, of the right types, within bounds. */
 export function validCall(value: unknown): value is SessionCall {
@@ -87,44 +91,19 @@ export function validCall(value: unknown): value is SessionCall {
   }
 }
 
-interface Pending {
-  readonly done: (answer: DirectoryAnswer) => void;
-  /** The number of the message that carried the call. */
-  readonly seq: number;
-  readonly op: SessionCall['op'];
-  readonly timer: ReturnType<typeof setTimeout>;
-}
-
 /** Worker side: each call is one message to the supervisor and one back. A closed port answers `unavailable`. */
 export class SessionDirectoryClient implements SessionDirectoryAccess {
-  readonly #port: MessagePort;
-  readonly #pending = new Map<number, Pending>();
-  /** Pending calls by the number of the message that carried them (what an `undeliverable` names). */
-  readonly #bySeq = new Map<number, number>();
-  readonly #timeoutMs: number;
+  readonly #client: PortClient<SessionCall, DirectoryAnswer>;
   readonly #onProblem: PortProblem;
-  #nextId = 0;
-  /** Messages posted to the host and received from it ('messageerror's included). */
-  #sent = 0;
-  #received = 0;
-  #closed = false;
 
   constructor(port: MessagePort, options: SessionDirectoryClientOptions = {}) {
-    this.#port = port;
-    this.#timeoutMs = options.callTimeoutMs ?? kDefaultSessionCallTimeoutMs;
     this.#onProblem = options.onProblem ?? warnProblem;
-    port.on('message', (message: unknown) => {
-      this.#received++;
-      this.#onMessage(message);
+    this.#client = new PortClient(port, {
+      ...kSessionPortWording,
+      timeoutMs: options.callTimeoutMs ?? kDefaultSessionCallTimeoutMs,
+      onProblem: this.#onProblem,
+      receive: (message) => this.#onMessage(message),
     });
-    port.on('messageerror', (error: Error) => {
-      const seq = ++this.#received;
-      this.#onProblem(`sluice: a message from the session directory could not be read (${error.message}); its call answers unavailable`);
-      this.#post({ op: 'undeliverable', seq });
-    });
-    port.on('close', () => this.#shut());
-    // Referenced only while a call waits: an idle client keeps no thread alive.
-    port.unref();
   }
 
   register(session: string, principal: string, capabilities: number): Promise<DirectoryAnswer> {
@@ -144,83 +123,26 @@ export class SessionDirectoryClient implements SessionDirectoryAccess {
   }
 
   close(): void {
-    this.#shut();
-    this.#port.close();
+    this.#client.close();
   }
 
   #call(request: SessionCall): Promise<DirectoryAnswer> {
-    if (this.#closed) return Promise.resolve('unavailable');
-    const id = request.id = ++this.#nextId;
-    const op = request.op;
+    if (this.#client.closed) return Promise.resolve('unavailable');
     // No session has an id this long: nothing to ask (404). Other bad fields are this thread's bug: 503.
+    const op = request.op;
     if (!validCall(request)) return Promise.resolve(op === 'adopt' ? 'missing' : 'unavailable');
-    return new Promise((resolve) => {
-      try {
-        this.#port.postMessage(request);
-      } catch (error) {
-        this.#onProblem(`sluice: could not post to the session directory: ${error instanceof Error ? error.message : String(error)}`);
-        resolve('unavailable');
-        return;
-      }
-      const seq = ++this.#sent;
-      if (this.#pending.size === 0) this.#port.ref();
-      const timer = setTimeout(() => {
-        this.#onProblem(`sluice: a session directory call (${request.op}) had no answer within ${this.#timeoutMs} ms; it answers unavailable`);
-        this.#settle(id, 'unavailable');
-      }, this.#timeoutMs);
-      timer.unref();
-      this.#pending.set(id, { done: resolve, seq, op: request.op, timer });
-      this.#bySeq.set(seq, id);
-    });
-  }
-
-  #post(message: ToSessionHost): void {
-    if (this.#closed) return;
-    try {
-      this.#port.postMessage(message);
-      this.#sent++;
-    } catch (error) {
-      this.#onProblem(`sluice: could not post to the session directory: ${error instanceof Error ? error.message : String(error)}`);
-    }
-  }
-
-  #settle(id: number, answer: DirectoryAnswer): void {
-    const pending = this.#pending.get(id);
-    if (pending === undefined) return;
-    this.#pending.delete(id);
-    this.#bySeq.delete(pending.seq);
-    clearTimeout(pending.timer);
-    if (this.#pending.size === 0) this.#port.unref();
-    pending.done(answer);
+    // Every failure of the port (closed, unpostable, unreadable, late) is already reported: 503.
+    return this.#client.call(request).catch(() => 'unavailable');
   }
 
   #onMessage(value: unknown): void {
     const m = (value !== null && typeof value === 'object' ? value : {}) as Record<string, unknown>;
     if (m.type === 'answer' && typeof m.id === 'number' && typeof m.answer === 'string' && kAnswers.has(m.answer)) {
-      this.#settle(m.id, m.answer as DirectoryAnswer);
-      return;
-    }
-    if (m.type === 'undeliverable' && typeof m.seq === 'number') {
-      const id = this.#bySeq.get(m.seq);
-      if (id === undefined) return;
-      this.#onProblem(`sluice: the session directory could not read a call (${this.#pending.get(id)?.op}); it answers unavailable`);
-      this.#settle(id, 'unavailable');
+      this.#client.resolve(m.id, m.answer as DirectoryAnswer);
       return;
     }
     // Malformed: a call it names answers unavailable; one it does not name ends at its deadline.
     this.#onProblem('sluice: a malformed message from the session directory was dropped');
-    if (m.type === 'answer' && typeof m.id === 'number') this.#settle(m.id, 'unavailable');
-  }
-
-  #shut(): void {
-    if (this.#closed) return;
-    this.#closed = true;
-    const pending = [...this.#pending.values()];
-    this.#pending.clear();
-    this.#bySeq.clear();
-    for (const { done, timer } of pending) {
-      clearTimeout(timer);
-      done('unavailable');
-    }
+    if (m.type === 'answer' && typeof m.id === 'number') this.#client.resolve(m.id, 'unavailable');
   }
 }

@@ -21,16 +21,14 @@ import type { SessionStore } from '../sessions/store.js';
 import type { RedisContext } from './contract.js';
 import { DirectoryUnavailable, RedisSessionDirectory } from './session-directory.js';
 import type { SessionRecord } from './session-directory.js';
-import { validCall } from './session-client.js';
+import { kSessionPortWording, validCall } from './session-client.js';
 import type { DirectoryAnswer, FromSessionHost, PortProblem, SessionCall, SessionDirectoryAccess } from './session-client.js';
+import { PortHost } from '../ports/host.js';
 
 export { DirectoryUnavailable, RedisSessionDirectory, kAckTimeoutMs } from './session-directory.js';
 export type { DirectoryEvents, SessionRecord } from './session-directory.js';
 
 const kDefaultRevalidateMs = 5_000;
-
-/** Answers the host posted, by message number, kept so an undeliverable one can still fail its call. */
-const kRecentAnswers = 1_024;
 
 /** Where the host's log lines go (the server's log sink; its own type, to stay below src/server/). */
 export type SessionLog = (level: 'info' | 'warn' | 'error', message: string) => void;
@@ -66,7 +64,7 @@ export class SessionDirectoryHost implements SessionDirectoryAccess {
   readonly #reading = new Map<string, Set<{ invalidated: boolean }>>();
   /** Adoptions in flight, per id and principal: concurrent misses of one session share one. */
   readonly #adopting = new Map<string, Promise<DirectoryAnswer>>();
-  readonly #ports = new Map<MessagePort, () => void>();
+  readonly #ports = new PortHost();
   readonly #touchTimer: ReturnType<typeof setInterval>;
   readonly #revalidateTimer: ReturnType<typeof setInterval>;
   /** Until when copies are revalidated although the subscriber is up (it may have missed a message while resubscribing). */
@@ -137,46 +135,20 @@ export class SessionDirectoryHost implements SessionDirectoryAccess {
    * `onProblem`: where this port's problems go (default: the host's `onProblem` option).
    */
   attach(port: MessagePort, onProblem: PortProblem = this.#onProblem): void {
-    const link: PortLink = { port, received: 0, sent: 0, answers: new Map(), onProblem };
-    const onMessage = (message: unknown): void => {
-      link.received++;
-      const m = (message !== null && typeof message === 'object' ? message : {}) as Record<string, unknown>;
-      if (m.op === 'undeliverable') return this.#undeliverable(link, m.seq);
-      if (!validCall(message)) {
-        onProblem('sluice: a malformed call to the session directory was refused');
-        if (Number.isSafeInteger(m.id)) post(link, { type: 'answer', id: m.id as number, answer: 'unavailable' });
-        return;
-      }
-      void this.#serve(message).then((answer) => post(link, { type: 'answer', id: message.id, answer }, true));
-    };
-    const onMessageError = (error: Error): void => {
-      const seq = ++link.received;
-      onProblem(`sluice: a message to the session directory could not be read (${error.message}); its call fails`);
-      post(link, { type: 'undeliverable', seq });
-    };
-    const detach = (): void => {
-      if (this.#ports.get(port) !== detach) return;
-      this.#ports.delete(port);
-      port.off('message', onMessage);
-      port.off('messageerror', onMessageError);
-      port.off('close', detach);
-      link.answers.clear();
-    };
-    this.#ports.set(port, detach);
-    port.on('message', onMessage);
-    port.on('messageerror', onMessageError);
-    port.on('close', detach);
-    port.unref(); // the workers keep the supervisor alive, not these ports
+    this.#ports.attach<SessionCall, FromSessionHost>(port, {
+      ...kSessionPortWording,
+      onProblem,
+      accept: validCall,
+      serve: (call, link) => void this.#serve(call).then((answer) => link.answer(call.id, { type: 'answer', id: call.id, answer })),
+      failed: (id) => ({ type: 'answer', id, answer: 'unavailable' }),
+    });
   }
 
   /** Stops the timers, closes the ports and the subscriber (the command connection is the link's). */
   async close(): Promise<void> {
     clearInterval(this.#touchTimer);
     clearInterval(this.#revalidateTimer);
-    for (const [port, detach] of [...this.#ports]) {
-      detach();
-      port.close();
-    }
+    this.#ports.close();
     await this.directory.close();
   }
 
@@ -197,15 +169,6 @@ export class SessionDirectoryHost implements SessionDirectoryAccess {
     } catch (error) {
       return this.#unavailable(call.op, error);
     }
-  }
-
-  /** The worker could not read the host's message `seq`: if it was an answer, its call gets `unavailable` instead. */
-  #undeliverable(link: PortLink, seq: unknown): void {
-    link.onProblem('sluice: a session directory answer could not be read by its worker; the call answers unavailable');
-    const id = typeof seq === 'number' ? link.answers.get(seq) : undefined;
-    if (id === undefined) return;
-    link.answers.delete(seq as number);
-    post(link, { type: 'answer', id, answer: 'unavailable' });
   }
 
   async #adopt(session: string, principal: string): Promise<DirectoryAnswer> {
@@ -293,29 +256,5 @@ export class SessionDirectoryHost implements SessionDirectoryAccess {
   #unavailable(what: string, error: unknown): 'unavailable' {
     if (!(error instanceof DirectoryUnavailable)) this.#log('error', `sluice: cluster sessions: ${what} failed: ${error instanceof Error ? error.message : String(error)}`);
     return 'unavailable';
-  }
-}
-
-/** The host's side of one worker's port: message counts both ways and the answers recently posted. */
-interface PortLink {
-  readonly port: MessagePort;
-  received: number;
-  sent: number;
-  /** Message number → call id, for the last kRecentAnswers answers. */
-  readonly answers: Map<number, number>;
-  readonly onProblem: PortProblem;
-}
-
-/** Posts to the worker, counting the message; `answer`: remember it, to fail its call if the worker cannot read it. */
-function post(link: PortLink, message: FromSessionHost, answer = false): void {
-  try {
-    link.port.postMessage(message);
-  } catch {
-    return; // the worker is gone: nobody is waiting
-  }
-  const seq = ++link.sent;
-  if (answer && message.type === 'answer') {
-    link.answers.set(seq, message.id);
-    if (link.answers.size > kRecentAnswers) link.answers.delete(link.answers.keys().next().value!);
   }
 }

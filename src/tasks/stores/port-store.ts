@@ -18,6 +18,11 @@ import type { SluiceErrorCode } from '../../errors.js';
 import type { TaskStore } from '../store.js';
 import type { NewTask, TaskChange, TaskPage, TaskRecord } from '../task.js';
 import { valueProblem } from '../../value-bounds.js';
+import { PortClient } from '../../ports/client.js';
+import { PortHost } from '../../ports/host.js';
+import type { HostLink } from '../../ports/host.js';
+import { warnProblem } from '../../ports/problem.js';
+import type { PortProblem } from '../../ports/problem.js';
 
 /** A call to the store, from a client to the host; `id` pairs it with its answer. */
 export type TaskStoreRequest =
@@ -57,11 +62,7 @@ const kMaxPortDepth = 1_000;
 /** Default deadline of one call over the port. */
 export const kDefaultCallTimeoutMs = 10_000;
 
-/** Answers the host posted, by message number, kept so an undeliverable one can still fail its call. */
-const kRecentAnswers = 1_024;
-
-/** Where a port problem is reported (the thread's log and counters). */
-export type PortProblem = (message: string) => void;
+export type { PortProblem } from '../../ports/problem.js';
 
 export interface TaskStoreClientOptions {
   /** Longest wait for one call's answer before it rejects. Default 10 s. */
@@ -75,22 +76,23 @@ export interface TaskStoreHostOptions {
   readonly onProblem?: PortProblem | undefined;
 }
 
-const warn: PortProblem = (message) => process.emitWarning(message, 'SluiceWarning');
-
 type Listener = (task: TaskRecord | undefined) => void;
 
 const kCodes: ReadonlySet<string> = new Set(kSluiceErrorCodes);
 
+const kWording = { name: 'task store', failure: 'fails' } as const;
+
+type Subscription = { readonly op: 'watch'; readonly taskId: string } | { readonly op: 'unwatch'; readonly taskId: string };
+
 /** Supervisor side: serves one TaskStore to any number of ports (one per worker). */
 export class TaskStoreHost {
   readonly #store: TaskStore;
-  /** Each attached port and how to detach it. */
-  readonly #ports = new Map<MessagePort, () => void>();
+  readonly #ports = new PortHost();
   readonly #onProblem: PortProblem;
 
   constructor(store: TaskStore, options: TaskStoreHostOptions = {}) {
     this.#store = store;
-    this.#onProblem = options.onProblem ?? warn;
+    this.#onProblem = options.onProblem ?? warnProblem;
   }
 
   /**
@@ -102,59 +104,26 @@ export class TaskStoreHost {
   attach(port: MessagePort, runnerPrefix?: string): () => void {
     /** This port's subscriptions: task id → unwatch on the store. */
     const watches = new Map<string, () => void>();
-    const link: Link = { port, received: 0, sent: 0, answers: new Map() };
-    const detach = (): void => {
-      if (this.#ports.get(port) !== detach) return;
-      this.#ports.delete(port);
-      port.off('message', onMessage);
-      port.off('messageerror', onMessageError);
-      port.off('close', detach);
-      for (const unwatch of watches.values()) unwatch();
-      watches.clear();
-      link.answers.clear();
-    };
-    const onMessage = (message: ToTaskStoreHost): void => {
-      link.received++;
-      if (message === null || typeof message !== 'object') return;
-      if (message.op === 'watch' || message.op === 'unwatch') this.#subscription(link, watches, message.op, message.taskId);
-      else if (message.op === 'undeliverable') this.#undeliverable(link, message.seq);
-      else this.#serve(link, message, runnerPrefix);
-    };
-    // A message this side cannot deserialise still takes its place in the order: the client learns
-    // which of its messages it was, and fails that call now.
-    const onMessageError = (error: Error): void => {
-      const seq = ++link.received;
-      this.#onProblem(`sluice: a message to the task store could not be read (${error.message}); its call fails`);
-      post(link, { type: 'undeliverable', seq });
-    };
-    this.#ports.set(port, detach);
-    port.on('message', onMessage);
-    port.on('messageerror', onMessageError);
-    port.on('close', detach);
-    // The workers keep the supervisor alive, not these ports.
-    port.unref();
-    return () => {
-      detach();
-      port.close();
-    };
+    return this.#ports.attach<TaskStoreRequest | Subscription, FromTaskStoreHost>(port, {
+      ...kWording,
+      onProblem: this.#onProblem,
+      // Any object: an unknown operation is answered with its own error by #call.
+      accept: (message): message is TaskStoreRequest | Subscription => message !== null && typeof message === 'object',
+      serve: (message, link) => {
+        if (message.op === 'watch' || message.op === 'unwatch') this.#subscription(link, watches, message.op, message.taskId);
+        else this.#serve(link, message, runnerPrefix);
+      },
+      failed: (id) => ({ type: 'error', id, error: { message: 'the task store\'s answer could not cross to this thread' } }),
+      onDetach: () => {
+        for (const unwatch of watches.values()) unwatch();
+        watches.clear();
+      },
+    });
   }
 
   /** Detaches and closes every port (the store itself stays open: it is its owner's to close). */
   close(): void {
-    for (const [port, detach] of [...this.#ports]) {
-      detach();
-      port.close();
-    }
-  }
-
-  /** The client could not read the host's message `seq`: if it was an answer, its call gets a small error instead. */
-  #undeliverable(link: Link, seq: unknown): void {
-    this.#onProblem(`sluice: a task store answer could not be read by its worker; the call fails`);
-    if (typeof seq !== 'number') return;
-    const id = link.answers.get(seq);
-    if (id === undefined) return;
-    link.answers.delete(seq);
-    post(link, { type: 'error', id, error: { message: 'the task store\'s answer could not cross to this thread' } });
+    this.#ports.close();
   }
 
   #subscription(link: Link, watches: Map<string, () => void>, op: 'watch' | 'unwatch', taskId: string): void {
@@ -166,7 +135,7 @@ export class TaskStoreHost {
     }
     if (watches.has(taskId)) return;
     const unwatch = this.#store.watch(taskId, (task) => {
-      post(link, { type: 'changed', taskId, task: task === undefined || valueProblem(task, kMaxPortDepth) === undefined ? task : undefined });
+      link.post({ type: 'changed', taskId, task: task === undefined || valueProblem(task, kMaxPortDepth) === undefined ? task : undefined });
       // Deleted or expired: the store tells no more, and the client forgets the id too.
       if (task === undefined && watches.get(taskId) === unwatch) {
         watches.delete(taskId);
@@ -183,12 +152,12 @@ export class TaskStoreHost {
         // A user store answering with something that cannot cross a thread: the call fails, the host serves on.
         const problem = valueProblem(value, kMaxPortDepth);
         if (problem !== undefined) {
-          post(link, { type: 'error', id, error: { message: `the task store's answer cannot cross to the worker: ${problem.message}` } });
+          link.post({ type: 'error', id, error: { message: `the task store's answer cannot cross to the worker: ${problem.message}` } });
           return;
         }
-        if (!post(link, { type: 'result', id, value }, true)) post(link, { type: 'error', id, error: { message: 'the task store\'s answer cannot cross to the worker' } });
+        if (!link.answer(id, { type: 'result', id, value })) link.post({ type: 'error', id, error: { message: 'the task store\'s answer cannot cross to the worker' } });
       },
-      (error: unknown) => post(link, { type: 'error', id, error: errorToWire(error) }),
+      (error: unknown) => link.post({ type: 'error', id, error: errorToWire(error) }),
     );
   }
 
@@ -211,38 +180,22 @@ export class TaskStoreHost {
   }
 }
 
+type Link = HostLink<FromTaskStoreHost>;
+
 /** Worker side: a TaskStore whose calls are answered by a `TaskStoreHost` at the other end of `port`. */
 export class TaskStoreClient implements TaskStore {
-  readonly #port: MessagePort;
-  readonly #pending = new Map<number, Pending>();
-  /** Pending calls by the number of the message that carried them (what an `undeliverable` names). */
-  readonly #bySeq = new Map<number, number>();
+  readonly #client: PortClient<TaskStoreRequest, unknown, Subscription>;
   /** Local listeners per watched task id: the host is asked once per id. */
   readonly #watchers = new Map<string, Set<Listener>>();
-  readonly #timeoutMs: number;
-  readonly #onProblem: PortProblem;
-  #nextId = 0;
-  /** Messages posted to the host and received from it (both count 'messageerror's): their positions pair undeliverables with calls. */
-  #sent = 0;
-  #received = 0;
-  #closed = false;
 
   constructor(port: MessagePort, options: TaskStoreClientOptions = {}) {
-    this.#port = port;
-    this.#timeoutMs = options.callTimeoutMs ?? kDefaultCallTimeoutMs;
-    this.#onProblem = options.onProblem ?? warn;
-    port.on('message', (message: FromTaskStoreHost) => {
-      this.#received++;
-      this.#onMessage(message);
+    this.#client = new PortClient(port, {
+      ...kWording,
+      timeoutMs: options.callTimeoutMs ?? kDefaultCallTimeoutMs,
+      onProblem: options.onProblem ?? warnProblem,
+      receive: (message) => this.#onMessage(message as FromTaskStoreHost),
+      onShut: () => this.#watchers.clear(),
     });
-    port.on('messageerror', (error: Error) => {
-      const seq = ++this.#received;
-      this.#onProblem(`sluice: a message from the task store could not be read (${error.message}); its call fails`);
-      this.#post({ op: 'undeliverable', seq });
-    });
-    port.on('close', () => this.#shut());
-    // Referenced only while a call waits for its answer: an idle client keeps no thread alive.
-    port.unref();
   }
 
   create(task: NewTask): Promise<TaskRecord> {
@@ -277,7 +230,7 @@ export class TaskStoreClient implements TaskStore {
     let listeners = this.#watchers.get(taskId);
     if (listeners === undefined) {
       this.#watchers.set(taskId, listeners = new Set());
-      this.#post({ op: 'watch', taskId });
+      this.#client.post({ op: 'watch', taskId });
     }
     const own: Listener = (task) => listener(task);
     listeners.add(own);
@@ -285,62 +238,25 @@ export class TaskStoreClient implements TaskStore {
       const set = this.#watchers.get(taskId);
       if (set === undefined || !set.delete(own) || set.size > 0) return;
       this.#watchers.delete(taskId);
-      this.#post({ op: 'unwatch', taskId });
+      this.#client.post({ op: 'unwatch', taskId });
     };
   }
 
   /** Closes this end of the port: pending calls reject with `transport_closed`. The host's store stays open. */
   async close(): Promise<void> {
-    this.#shut();
-    this.#port.close();
+    this.#client.close();
   }
 
   #call(request: TaskStoreRequest): Promise<unknown> {
-    if (this.#closed) return Promise.reject(closedError());
+    if (this.#client.closed) return this.#client.call(request);
     // What the host could not deserialise is refused here, before it is sent.
     const problem = valueProblem(request, kMaxPortDepth);
     if (problem !== undefined) return Promise.reject(new TypeError(`a task store call cannot cross threads: ${problem.message}`));
-    const id = request.id = ++this.#nextId;
-    return new Promise((resolve, reject) => {
-      // Throws synchronously for what cannot be cloned: the call fails, nothing is pending.
-      this.#port.postMessage(request);
-      const seq = ++this.#sent;
-      if (this.#pending.size === 0) this.#port.ref();
-      const timer = setTimeout(() => {
-        this.#onProblem(`sluice: a task store call (${request.op}) had no answer within ${this.#timeoutMs} ms; it fails`);
-        this.#settle(id, new Error(`the task store did not answer within ${this.#timeoutMs} ms`));
-      }, this.#timeoutMs);
-      timer.unref();
-      this.#pending.set(id, { resolve, reject, seq, timer });
-      this.#bySeq.set(seq, id);
-    });
-  }
-
-  #post(message: ToTaskStoreHost): void {
-    if (this.#closed) return;
-    try {
-      this.#port.postMessage(message);
-      this.#sent++;
-    } catch (error) {
-      // A watch or an undeliverable notice is small plain data: only a closing port refuses it.
-      this.#onProblem(`sluice: could not post to the task store: ${error instanceof Error ? error.message : String(error)}`);
-    }
-  }
-
-  /** Ends the pending call `id` with its answer or `error`; false when it was not pending. */
-  #settle(id: number, error: Error | undefined, value?: unknown): boolean {
-    const pending = this.#pending.get(id);
-    if (pending === undefined) return false;
-    this.#pending.delete(id);
-    this.#bySeq.delete(pending.seq);
-    clearTimeout(pending.timer);
-    if (this.#pending.size === 0) this.#port.unref();
-    if (error === undefined) pending.resolve(value);
-    else pending.reject(error);
-    return true;
+    return this.#client.call(request);
   }
 
   #onMessage(message: FromTaskStoreHost): void {
+    if (message === null || typeof message !== 'object') return;
     if (message.type === 'changed') {
       const listeners = this.#watchers.get(message.taskId);
       if (listeners === undefined) return;
@@ -355,64 +271,9 @@ export class TaskStoreClient implements TaskStore {
       }
       return;
     }
-    if (message.type === 'undeliverable') {
-      const id = this.#bySeq.get(message.seq);
-      if (id !== undefined) this.#settle(id, new TypeError('the task store could not read this call (a value that cannot cross threads)'));
-      return;
-    }
-    if (message.type === 'result') this.#settle(message.id, undefined, message.value);
-    else this.#settle(message.id, errorFromWire(message.error));
+    if (message.type === 'result') this.#client.resolve(message.id, message.value);
+    else if (message.type === 'error') this.#client.reject(message.id, errorFromWire(message.error));
   }
-
-  #shut(): void {
-    if (this.#closed) return;
-    this.#closed = true;
-    const pending = [...this.#pending.values()];
-    this.#pending.clear();
-    this.#bySeq.clear();
-    this.#watchers.clear();
-    for (const { reject, timer } of pending) {
-      clearTimeout(timer);
-      reject(closedError());
-    }
-  }
-}
-
-interface Pending {
-  readonly resolve: (value: unknown) => void;
-  readonly reject: (error: Error) => void;
-  /** The number of the message that carried the call. */
-  readonly seq: number;
-  readonly timer: ReturnType<typeof setTimeout>;
-}
-
-/** The host's side of one port: message counts both ways and the answers recently posted. */
-interface Link {
-  readonly port: MessagePort;
-  received: number;
-  sent: number;
-  /** Message number → call id, for the last kRecentAnswers answers. */
-  readonly answers: Map<number, number>;
-}
-
-/** Posts to the client, counting the message; `answer`: remember it, to fail its call if the client cannot read it. */
-function post(link: Link, message: FromTaskStoreHost, answer = false): boolean {
-  try {
-    link.port.postMessage(message);
-  } catch {
-    // Closed port or an uncloneable value: nothing more this port can be told of it.
-    return false;
-  }
-  const seq = ++link.sent;
-  if (answer && 'id' in message) {
-    link.answers.set(seq, message.id);
-    if (link.answers.size > kRecentAnswers) link.answers.delete(link.answers.keys().next().value!);
-  }
-  return true;
-}
-
-function closedError(): SluiceError {
-  return new SluiceError('transport_closed', 'the task store port is closed');
 }
 
 function checkRunner(runner: unknown, prefix: string | undefined): void {
