@@ -1,6 +1,6 @@
 /**
  * The content shapes a client receives, as the MCP wire carries them. The same shapes as the
- * server's (src/tools/define.ts `ContentBlock`, src/catalog `ResourceContents`, `PromptArgument`,
+ * server's (src/tools/result.ts `ContentBlock`, src/catalog `ResourceContents`, `PromptArgument`,
  * `PromptMessage`), written out here because the client imports nothing of the server: only
  * src/protocol/wire.ts and src/errors.ts (test/architecture/imports.test.ts).
  */
