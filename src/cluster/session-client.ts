@@ -11,8 +11,8 @@
  * deadline (`callTimeoutMs`, then `unavailable`: a 503 with Retry-After, never a 404), answers are
  * checked before they are believed, and both ends count the messages they post and receive, so a
  * message the far side could not deserialise ('messageerror') is named by its position and fails
- * exactly the call it carried. Each such problem goes to `onProblem` (the thread's log and
- * `sluice_port_problems_total`).
+ * exactly the call it carried (src/ports/ holds that protocol for both ports). Each such problem
+ * goes to `onProblem` (the thread's log and `sluice_port_problems_total`).
  */
 import type { MessagePort } from 'node:worker_threads';
 import { PortClient } from '../ports/client.js';

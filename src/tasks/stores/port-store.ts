@@ -10,7 +10,8 @@
  * what one thread serialises another may be unable to deserialise), every call has a deadline
  * (`callTimeoutMs`), and a message the far side could not deserialise ('messageerror') is reported
  * back by its position in the port's order (both sides count the messages they post and receive),
- * so the one call it belonged to fails at once with a clear error instead of waiting.
+ * so the one call it belonged to fails at once with a clear error instead of waiting. That protocol
+ * is src/ports/ (shared with the session directory's port); this file is the store's calls over it.
  */
 import type { MessagePort } from 'node:worker_threads';
 import { SluiceError, kSluiceErrorCodes } from '../../errors.js';
