@@ -7,7 +7,7 @@ import type { ProgressSink } from './context.js';
 import type { CallToolResult } from './define.js';
 import type { ProtocolErrorWire } from '../errors.js';
 import { ProtocolError } from '../errors.js';
-import { kMaxValueDepth, valueProblem } from '../value-bounds.js';
+import { kMaxValueDepth, valueProblem } from '../ports/value-bounds.js';
 import { activeTrace } from '../telemetry/tracing/otel.js';
 import type { CarriedTrace } from '../telemetry/tracing/otel.js';
 

@@ -21,7 +21,7 @@ import { describe, expect, it } from 'vitest';
 
 const kLayers: readonly (readonly string[])[] = [
   /* 0 */ ['native-free-shm/'],
-  /* 1 */ ['src/errors.ts', 'src/validate.ts', 'src/value-bounds.ts', 'src/ports/'], // ports/: the call-port protocol (ids, deadlines, undeliverables by position) that tasks/ and cluster/ both speak; it needs only errors.ts
+  /* 1 */ ['src/errors.ts', 'src/validate.ts', 'src/ports/'], // ports/: what crosses a thread's MessagePort (value bounds; the call protocol of ids, deadlines, undeliverables by position that tasks/ and cluster/ both speak); it needs only errors.ts
   /* 2 */ ['src/registry/'],
   /* 3 */ ['src/telemetry/', 'src/sessions/', 'src/auth/'],
   /* 4 */ ['src/tools/', 'src/catalog/', 'src/cluster/'],

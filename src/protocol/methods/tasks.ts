@@ -1,7 +1,7 @@
 import { SluiceError } from '../../errors.js';
 import type { TaskRecord } from '../../tasks/task.js';
 import { isTerminal } from '../../tasks/task.js';
-import { kMaxValueDepth, valueProblem } from '../../value-bounds.js';
+import { kMaxValueDepth, valueProblem } from '../../ports/value-bounds.js';
 import { Counter } from '../../telemetry/counters.js';
 import type { Method, Run } from '../run.js';
 import type { TaskHost } from '../tasks/task-run.js';

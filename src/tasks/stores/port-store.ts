@@ -18,7 +18,7 @@ import { SluiceError, kSluiceErrorCodes } from '../../errors.js';
 import type { SluiceErrorCode } from '../../errors.js';
 import type { TaskStore } from '../store.js';
 import type { NewTask, TaskChange, TaskPage, TaskRecord } from '../task.js';
-import { valueProblem } from '../../value-bounds.js';
+import { valueProblem } from '../../ports/value-bounds.js';
 import { PortClient } from '../../ports/client.js';
 import { PortHost } from '../../ports/host.js';
 import type { HostLink } from '../../ports/host.js';
