@@ -148,4 +148,6 @@ export interface EngineConfig {
   readonly authenticated?: boolean | undefined;
   /** Server spans, when an OpenTelemetry SDK is registered in this thread; absent: no spans. */
   readonly tracer?: ServerTracer | undefined;
+  /** One structured line per request as it ends (request-log.ts); absent: none (the default). */
+  readonly requestLog?: ((line: string) => void) | undefined;
 }

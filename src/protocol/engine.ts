@@ -86,6 +86,7 @@ export class Engine {
       counters: config.counters,
       streamCancelTimeoutMs: config.streamCancelTimeoutMs,
       tracer: config.tracer,
+      requestLog: config.requestLog,
       running: this.#running,
       listChanged: this.announceListChanged,
       logFailure: (method, target, error) => this.logFailure(method, target, error),

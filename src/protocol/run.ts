@@ -5,6 +5,7 @@ import { Counter } from '../telemetry/counters.js';
 import type { ServerCounters } from '../telemetry/counters.js';
 import type { RequestSpan, ServerTracer } from '../telemetry/tracing/server.js';
 import { ToolContext, kLogLevels } from '../tools/context.js';
+import { requestLogLine } from './request-log.js';
 import type { ClientRequester, ContextHost, ListKind, LogSink, ProgressSink, RequestInput } from '../tools/context.js';
 import type { PoolOutcome, ToolPool } from '../tools/pool.js';
 import type { Reply, RequestInfo, Running } from './contract.js';
@@ -49,6 +50,8 @@ export interface RunHost {
   readonly streamCancelTimeoutMs: number;
   /** Server spans, when an OpenTelemetry SDK is registered in this thread (else undefined: no span). */
   readonly tracer: ServerTracer | undefined;
+  /** Where the per-request debug line goes (request-log.ts); undefined unless logLevel is 'debug'. */
+  readonly requestLog: ((line: string) => void) | undefined;
   /** Runs whose handler went async and has not settled (shutdown cancels them). */
   readonly running: AsyncRuns;
   /** A tool announced a list change. */
@@ -426,6 +429,7 @@ export class Run implements Running, ContextHost {
     const target = failure === '' || failure === 'tool_error' ? this.target : '';
     const outcome = status === 'cancelled' || status === 'killed' ? status : failure;
     host.counters.histograms.observe(this.method, target, outcome, durationMs / 1000);
+    if (host.requestLog !== undefined) host.requestLog(requestLogLine({ id: this.id, method: this.method, target: this.target, scope: this.info.scope, status, outcome, durationMs, span: this.#span, meta: this.info.meta }));
     if (this.#span !== undefined) host.tracer!.end(this.#span, outcome);
     if (requestStopChannel.hasSubscribers) requestStopChannel.publish({ method: this.method, durationMs, status });
   }

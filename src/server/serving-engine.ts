@@ -89,6 +89,8 @@ export function createEngine(input: EngineInput): ServingEngine {
     authenticated: input.authenticated,
     // Decided once per thread: the `tracing` module (importTracingModule) has run by now.
     tracer: ServerTracer.create(input.transport ?? 'tcp'),
+    // Decided once: below 'debug' no request builds a line.
+    requestLog: options.logLevel === 'debug' ? (line) => input.log('debug', line) : undefined,
   });
   return { engine, registry, counters, pool };
 }
