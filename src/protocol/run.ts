@@ -354,6 +354,10 @@ export class Run implements Running, ContextHost {
   }
 
   /** The era allows it and there is a stream: a way for the handler to ask the client something. */
+  cancelObserved(): void {
+    if (this.#span !== undefined) this.#host.tracer!.event(this.#span, 'mcp.cancel.observed', {});
+  }
+
   requester(): ClientRequester | undefined {
     if (!this.era.clientRequests || !this.#reply.canStream) return undefined;
     return (method, params) => {

@@ -38,6 +38,8 @@ export type ListKind = 'tools' | 'prompts' | 'resources';
 export interface ContextHost {
   logSink(): LogSink | undefined;
   requester(): ClientRequester | undefined;
+  /** The handler saw its request cancelled (once): `cancelled` read true, or its signal's abort delivered. */
+  cancelObserved?(): void;
 }
 
 /** What the transport and engine give a context besides the request's row. */
@@ -77,6 +79,8 @@ export class ToolContext {
   #killed = false;
   #local: AbortController | undefined;
   #signal: AbortSignal | undefined;
+  /** The handler has seen the cancel (reported to the host once). */
+  #observed = false;
 
   readonly #listChanged: ((kind: ListKind) => void) | undefined;
   readonly #auth: AuthInfo | undefined;
@@ -96,7 +100,14 @@ export class ToolContext {
 
   /** True once the request is cancelled (by the client, a disconnect, or a kill). One atomic load. */
   get cancelled(): boolean {
-    return this.#killed || this.#handle.cancelled;
+    const cancelled = this.#killed || this.#handle.cancelled;
+    if (cancelled && !this.#observed) this.#observe();
+    return cancelled;
+  }
+
+  #observe(): void {
+    this.#observed = true;
+    if (!this.#killed) this.#host?.cancelObserved?.(); // a kill is the server's doing, not the handler noticing
   }
 
   /** The canceller's sanitised reason, if any. */
@@ -114,6 +125,7 @@ export class ToolContext {
       this.#local = new AbortController();
       if (this.#killed) this.#local.abort(new CancelledError(this.reason ?? 'killed'));
       this.#signal = AbortSignal.any([this.#handle.signal, this.#local.signal]);
+      this.#signal.addEventListener('abort', () => { if (!this.#observed) this.#observe(); }, { once: true });
     }
     return this.#signal;
   }

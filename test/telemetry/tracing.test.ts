@@ -125,6 +125,8 @@ describe('server spans', () => {
     const event = span.events.find((e) => e.name === 'mcp.cancel.received');
     expect(event?.attributes).toMatchObject({ 'mcp.cancel.reason': 'enough', 'mcp.cancel.scope': `session:${session}` });
     expect(span.attributes['error.type']).toBe('cancelled');
+    // The tool saw it (its signal's abort, delivered while the cancel is applied), once.
+    expect(span.events.filter((e) => e.name === 'mcp.cancel.observed')).toHaveLength(1);
   });
 
   it('stdio: network.transport pipe', async () => {
