@@ -355,7 +355,12 @@ export class Run implements Running, ContextHost {
 
   /** The era allows it and there is a stream: a way for the handler to ask the client something. */
   cancelObserved(): void {
-    if (this.#span !== undefined) this.#host.tracer!.event(this.#span, 'mcp.cancel.observed', {});
+    this.spanEvent('mcp.cancel.observed', {});
+  }
+
+  /** An event on this request's span (tracing on only): a cancel seen, a task created. */
+  spanEvent(name: string, attributes: Record<string, string | number>): void {
+    if (this.#span !== undefined) this.#host.tracer!.event(this.#span, name, attributes);
   }
 
   requester(): ClientRequester | undefined {
@@ -386,7 +391,10 @@ export class Run implements Running, ContextHost {
   #cancelled(): void {
     if (this.#ended || this.#settled) return;
     this.#ended = true;
-    if (this.#span !== undefined) this.#host.tracer!.event(this.#span, 'mcp.cancel.received', { 'mcp.cancel.reason': this.#handle.reason ?? '', 'mcp.cancel.scope': this.info.scope });
+    if (this.#span !== undefined) {
+      this.#host.tracer!.event(this.#span, 'mcp.cancel.received', { 'mcp.cancel.reason': this.#handle.reason ?? '', 'mcp.cancel.scope': this.info.scope });
+      this.#ctx?.noteSignalled();
+    }
     this.#reply.cancelled();
     this.#abandonClientRequests(this.#handle.reason ?? 'cancelled');
     this.#armKill();

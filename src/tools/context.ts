@@ -105,6 +105,15 @@ export class ToolContext {
     return cancelled;
   }
 
+  /**
+   * The request was cancelled and the handler listens on its signal (made before the cancel): its
+   * abort is delivered, so the handler has seen it. Called by the run (tracing on only); no
+   * listener of its own on the signal, which would change when a handler's abort callbacks run.
+   */
+  noteSignalled(): void {
+    if (this.#signal !== undefined && !this.#observed) this.#observe();
+  }
+
   #observe(): void {
     this.#observed = true;
     if (!this.#killed) this.#host?.cancelObserved?.(); // a kill is the server's doing, not the handler noticing
@@ -125,7 +134,6 @@ export class ToolContext {
       this.#local = new AbortController();
       if (this.#killed) this.#local.abort(new CancelledError(this.reason ?? 'killed'));
       this.#signal = AbortSignal.any([this.#handle.signal, this.#local.signal]);
-      this.#signal.addEventListener('abort', () => { if (!this.#observed) this.#observe(); }, { once: true });
     }
     return this.#signal;
   }

@@ -125,8 +125,24 @@ describe('server spans', () => {
     const event = span.events.find((e) => e.name === 'mcp.cancel.received');
     expect(event?.attributes).toMatchObject({ 'mcp.cancel.reason': 'enough', 'mcp.cancel.scope': `session:${session}` });
     expect(span.attributes['error.type']).toBe('cancelled');
-    // The tool saw it (its signal's abort, delivered while the cancel is applied), once.
+    // The tool saw it (its signal's abort), once, after it was received.
     expect(span.events.filter((e) => e.name === 'mcp.cancel.observed')).toHaveLength(1);
+    expect(span.events.findIndex((e) => e.name === 'mcp.cancel.observed')).toBeGreaterThan(span.events.findIndex((e) => e.name === 'mcp.cancel.received'));
+  });
+
+  it('a task created by tools/call is an event on the request span, naming the task', async () => {
+    const { url } = running.address;
+    const session = await initialize(url);
+    const headers = { 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' };
+    const traceId = hex(32, '5');
+    const res = await post(url, { jsonrpc: '2.0', id: 't1', method: 'tools/call', params: { name: 'task_nap', arguments: { ms: 1 }, task: { ttl: 60_000 }, _meta: { traceparent: `00-${traceId}-${hex(16, '6')}-01` } } }, headers);
+    expect(res.status).toBe(200);
+    const json = res.body.startsWith('{') ? res.body : res.body.split('\n').find((l) => l.startsWith('data: '))!.slice(6);
+    const taskId = (JSON.parse(json) as { result: { task: { taskId: string } } }).result.task.taskId;
+    const span = await spanWhere('the task_nap span', (s) => s.traceId === traceId && s.name === 'tools/call task_nap');
+    const created = span.events.filter((e) => e.name === 'mcp.task.created');
+    expect(created).toHaveLength(1);
+    expect(created[0]!.attributes).toMatchObject({ 'mcp.task.id': taskId, 'mcp.task.dialect': 'legacy' });
   });
 
   it('stdio: network.transport pipe', async () => {

@@ -101,6 +101,7 @@ export class TaskCalls {
       throw storeRefusal(error, host);
     }
     unlink();
+    run.spanEvent('mcp.task.created', { 'mcp.task.id': record.taskId, 'mcp.task.dialect': 'legacy' });
     let output: ToolOutput | Promise<ToolOutput>;
     try {
       output = task.invoke(args, input);
@@ -173,6 +174,7 @@ export class TaskCalls {
       }
     }
     unlink();
+    run.spanEvent('mcp.task.created', { 'mcp.task.id': record.taskId, 'mcp.task.dialect': 'modern' });
     if (run.cancelled) task.cancel('the request was cancelled');
     task.created(output);
     return { ...modernTask(record, false), resultType: 'task' };
