@@ -286,6 +286,9 @@ describe('IPv6 clients behind a trusted proxy', () => {
       expect((await post(url, cancel('x', 'same /64'), fromAddress('2001:db8:1:3:ffff::'))).status).toBe(202);
       await until(() => cancelledLine(blockRecord) !== undefined, 10_000, 'the block tool to see its cancel');
       expect(cancelledLine(blockRecord)).toContain('reason=same /64');
+      // The tool can see its cancel before the worker's event reaches this thread (a message
+      // between threads): wait for the events, bounded, then check them.
+      await until(() => seen.events.length >= 6, 10_000, 'the cancel events to reach this thread');
 
       const scopeA = 'ip:2001:db8:1:2::/64';
       const scopeB = 'ip:2001:db8:1:3::/64';
