@@ -1,0 +1,92 @@
+/**
+ * What OpenTelemetry costs S1 (the legacy echo, one HTTP worker), in one interleaved run on one
+ * pinned core (server on CPU 1, wrk on CPU 0):
+ * - absent: `@opentelemetry/api` not installed (the same build, run from a copy of dist/ and
+ *   bench/servers/ beside a node_modules that links every package but `@opentelemetry/*`);
+ * - API only: the package installed, no SDK registered (the default for most users);
+ * - SDK: the trace SDK registered by the `tracing` module (bench/servers/otel-noop-setup.mjs),
+ *   every request a real span, the exporter dropping them.
+ * Targets: API only ≥ 0.98 of absent, SDK ≥ 0.80. Writes bench/results/otel-ab.md.
+ *
+ *   npm run build && node dist/bench/otel-ab.js [--reps 3] [--seconds 3] [--connections 32]
+ */
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { option } from './lib/args.js';
+import { machineLine } from './lib/machine.js';
+import { startServer, stopServer } from './lib/process.js';
+import type { Running } from './lib/process.js';
+import { kRoot, writeResults } from './lib/report.js';
+import { median } from './lib/stats.js';
+import { legacyEcho } from './http/contenders.js';
+import { ensureTools, kServers, wrk } from './http/wrk.js';
+
+const reps = Number(option('reps', '3'));
+const seconds = Number(option('seconds', '3'));
+const connections = Number(option('connections', '32'));
+const kTargets = { api: 0.98, sdk: 0.8 } as const;
+
+/** A tree where `@opentelemetry/api` cannot be found: dist/ and bench/servers/ copied, every other package linked. */
+function treeWithoutOtel(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'sluice-otel-absent-'));
+  cpSync(join(kRoot, 'dist'), join(dir, 'dist'), { recursive: true });
+  cpSync(kServers, join(dir, 'bench', 'servers'), { recursive: true });
+  mkdirSync(join(dir, 'node_modules'));
+  for (const name of readdirSync(join(kRoot, 'node_modules'))) {
+    if (name === '@opentelemetry' || name === '.bin') continue;
+    symlinkSync(join(kRoot, 'node_modules', name), join(dir, 'node_modules', name));
+  }
+  return dir;
+}
+
+const echo = legacyEcho();
+ensureTools();
+const absentTree = treeWithoutOtel();
+const kRuns = [
+  { key: 'absent', label: 'OpenTelemetry absent', args: [join(absentTree, 'bench', 'servers', 'sluice-echo.mjs'), 'nosessions', '1'] },
+  { key: 'api', label: 'API only, no SDK', args: [join(kServers, 'sluice-echo.mjs'), 'nosessions', '1'] },
+  { key: 'sdk', label: 'SDK, spans dropped', args: [join(kServers, 'sluice-echo.mjs'), 'nosessions', '1', pathToFileURL(join(kServers, 'otel-noop-setup.mjs')).href] },
+] as const;
+type Key = (typeof kRuns)[number]['key'];
+const rps: Record<Key, number[]> = { absent: [], api: [], sdk: [] };
+const cpu: Record<Key, number[]> = { absent: [], api: [], sdk: [] };
+const servers = new Map<Key, Running>();
+try {
+  for (const r of kRuns) servers.set(r.key, await startServer(r.args, 1));
+  for (const r of kRuns) await wrk(servers.get(r.key)!.port, echo, connections, 2, servers.get(r.key)!.pid); // warm-up (JIT)
+  for (let rep = 0; rep < reps; rep++) {
+    for (let k = 0; k < kRuns.length; k++) {
+      const r = kRuns[(k + rep) % kRuns.length]!;
+      const s = servers.get(r.key)!;
+      const w = await wrk(s.port, echo, connections, seconds, s.pid);
+      if (w.non2xx > 0) throw new Error(`${r.label}: ${w.non2xx} non-2xx responses`);
+      rps[r.key].push(w.rps);
+      cpu[r.key].push((w.serverCpu * 1e6) / Math.max(1, w.requests));
+      process.stderr.write(`rep ${rep + 1} ${r.label}: ${w.rps.toFixed(0)} req/s, ${cpu[r.key].at(-1)!.toFixed(1)} CPU µs/req\n`);
+    }
+  }
+} finally {
+  for (const s of servers.values()) await stopServer(s);
+  rmSync(absentTree, { recursive: true, force: true });
+}
+
+const f = (x: number, d = 3): string => x.toFixed(d);
+const ratioRow = (key: 'api' | 'sdk'): string => {
+  const byRps = rps[key].map((x, i) => x / rps.absent[i]!);
+  const byCpu = cpu[key].map((x, i) => cpu.absent[i]! / x);
+  const m = median(byRps);
+  return `| ${kRuns.find((r) => r.key === key)!.label} ÷ absent | ≥ ${kTargets[key]} | ${byRps.map((x) => f(x)).join(', ')} | ${f(Math.min(...byRps))}–${f(Math.max(...byRps))} | ${f(m)} | ${f(median(byCpu))} | ${m >= kTargets[key] ? 'met' : 'missed'} |`;
+};
+const lines = [
+  '# What OpenTelemetry costs S1', '',
+  `Sluice's legacy echo, one HTTP worker (\`sluice-echo.mjs nosessions 1\`), server pinned to CPU 1 and wrk -t1 to CPU 0, c = ${connections}, ${seconds} s per run, ${reps} reps in a rotated order. ${machineLine()}`, '',
+  `Command: \`node dist/bench/otel-ab.js --reps ${reps} --seconds ${seconds} --connections ${connections}\``, '',
+  '| server | req/s per rep | server CPU µs/req per rep |', '|---|---|---|',
+  ...kRuns.map((r) => `| ${r.label} | ${rps[r.key].map((x) => x.toFixed(0)).join(', ')} | ${cpu[r.key].map((x) => x.toFixed(1)).join(', ')} |`),
+  '', '| ratio | target | req/s ratio per rep | min–max | median | CPU/req ratio median | status |', '|---|---|---|---|---:|---:|---|',
+  ratioRow('api'), ratioRow('sdk'), '',
+];
+console.log(writeResults([['otel-ab.md', lines.join('\n')]]).join('\n'));
+console.log(lines.join('\n'));
