@@ -210,7 +210,7 @@ export class Client {
         if (!this.#transport.cancelsByAbort) {
           // Only once the request's bytes are out, so the server never sees the cancel first.
           this.#track(wasSent
-            .then(() => this.#transport.notify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason } }))
+            .then(() => this.#transport.notify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: cancelParams(id, reason, span === undefined ? undefined : meta) }))
             .catch(() => {}));
         }
       };
@@ -403,3 +403,14 @@ export class Client {
   }
 }
 
+
+/**
+ * A cancel's params; with the request's trace context in `_meta` when the request was traced, so
+ * the server's span of the cancel joins the request's trace (wherever the cancel lands).
+ */
+function cancelParams(requestId: number, reason: string, meta: Record<string, unknown> | undefined): Record<string, unknown> {
+  if (meta === undefined || typeof meta.traceparent !== 'string') return { requestId, reason };
+  const trace: Record<string, unknown> = { traceparent: meta.traceparent };
+  if (typeof meta.tracestate === 'string') trace.tracestate = meta.tracestate;
+  return { requestId, reason, _meta: trace };
+}

@@ -27,6 +27,10 @@ export interface CancelMessage {
   readonly i: string | number;
   /** The reason the client gave, if any. */
   readonly r?: string | undefined;
+  /** The W3C traceparent of the sender's span of this cancel (when it traces), so one trace shows both nodes. */
+  readonly p?: string | undefined;
+  /** Its tracestate, if any. */
+  readonly q?: string | undefined;
 }
 
 /** A client's answer to a server→client request of node `n`, thread `t`, POSTed to another node. */
@@ -59,12 +63,15 @@ export const kMaxAnswer = 1024 * 1024;
 /** Longest node id (ours are 22 characters; an option may set another) and string request id. */
 export const kMaxNodeId = 256;
 export const kMaxRequestId = 1024;
+/** Longest traceparent and tracestate carried (the bounds the server applies to a `_meta`'s). */
+export const kMaxTraceparent = 256;
+export const kMaxTracestate = 512;
 /**
  * Largest message accepted, checked before a byte of it is decoded: the largest answer (1 Mi UTF-16
  * units, up to 3 bytes each in UTF-8) and the other fields with room to spare.
  */
 export const kMaxMessageBytes = 3 * kMaxAnswer + 64 * 1024;
-/** No message has more fields than this (an answer has six). */
+/** No message has more fields than this (an answer has six, a traced cancel seven). */
 const kMaxFields = 8;
 
 const kListKinds: ReadonlySet<string> = new Set<ListKind>(['tools', 'resources', 'prompts']);
@@ -82,7 +89,7 @@ const wellFormed = <T>(value: T): T => (isWellFormed(value) ? value : (value as 
  */
 export function encodeMessage(message: BusMessage): Buffer {
   const m = message as unknown as Fields;
-  if (!isWellFormed(m.f) || !isWellFormed(m.s) || !isWellFormed(m.i) || !isWellFormed(m.r) || !isWellFormed(m.n) || !isWellFormed(m.x)) {
+  if (!isWellFormed(m.f) || !isWellFormed(m.s) || !isWellFormed(m.i) || !isWellFormed(m.r) || !isWellFormed(m.n) || !isWellFormed(m.x) || !isWellFormed(m.p) || !isWellFormed(m.q)) {
     return packr.pack(Object.fromEntries(Object.entries(m).map(([k, v]) => [k, wellFormed(v)])));
   }
   return packr.pack(message);
@@ -112,7 +119,8 @@ export function checkMessage(value: unknown): BusMessage | undefined {
     case 'c':
       if (!isString(m.s, kMaxScope) || (m.r !== undefined && !isString(m.r, kMaxReason))) return undefined;
       if (!isString(m.i, kMaxRequestId) && !Number.isSafeInteger(m.i)) return undefined;
-      return { k: 'c', f: m.f, s: m.s, i: m.i as string | number, r: m.r as string | undefined };
+      if ((m.p !== undefined && !isString(m.p, kMaxTraceparent)) || (m.q !== undefined && !isString(m.q, kMaxTracestate))) return undefined;
+      return { k: 'c', f: m.f, s: m.s, i: m.i as string | number, r: m.r as string | undefined, p: m.p as string | undefined, q: m.q as string | undefined };
     case 'a':
       if (!isString(m.n, kMaxNodeId) || !Number.isSafeInteger(m.t) || !isString(m.s, kMaxScope) || !isString(m.x, kMaxAnswer)) return undefined;
       return { k: 'a', f: m.f, n: m.n, t: m.t as number, s: m.s, x: m.x };
@@ -143,7 +151,7 @@ function readFlatMap(bytes: Buffer): Fields | string {
   else return 'not a MessagePack map';
   if (count > kMaxFields) return `${count} fields, over ${kMaxFields}`;
   // One fixed shape, filled by key: no per-key object growth, and no key string made for our own keys.
-  const fields: Fields = { k: undefined, f: undefined, s: undefined, i: undefined, r: undefined, n: undefined, t: undefined, x: undefined, l: undefined };
+  const fields: Fields = { k: undefined, f: undefined, s: undefined, i: undefined, r: undefined, n: undefined, t: undefined, x: undefined, l: undefined, p: undefined, q: undefined };
   let seen = 0;
   let others: string[] | undefined;
   for (let i = 0; i < count; i++) {
@@ -175,12 +183,12 @@ function readFlatMap(bytes: Buffer): Fields | string {
 }
 
 /** Every field a message of any kind may have, absent as undefined. */
-interface Fields { k: unknown; f: unknown; s: unknown; i: unknown; r: unknown; n: unknown; t: unknown; x: unknown; l: unknown }
+interface Fields { k: unknown; f: unknown; s: unknown; i: unknown; r: unknown; n: unknown; t: unknown; x: unknown; l: unknown; p: unknown; q: unknown }
 
 /** A bit per field of ours, by the character code of its one-character key. */
 const kFieldBits: readonly (number | undefined)[] = (() => {
   const bits: Array<number | undefined> = [];
-  ['k', 'f', 's', 'i', 'r', 'n', 't', 'x', 'l'].forEach((key, at) => { bits[key.charCodeAt(0)] = 1 << at; });
+  ['k', 'f', 's', 'i', 'r', 'n', 't', 'x', 'l', 'p', 'q'].forEach((key, at) => { bits[key.charCodeAt(0)] = 1 << at; });
   return bits;
 })();
 

@@ -68,7 +68,7 @@ export async function runHttpWorker(): Promise<void> {
       authenticate: config.authenticate, verifyToken: config.verifyToken,
       forwardResponse: (target, response, scope, node) => send({ type: 'response', target, response, scope, node }),
       // Only in cluster mode: a single node has nowhere else to send a cancel that missed.
-      forwardCancel: nodeId === undefined ? undefined : (requestId, reason, scope) => send({ type: 'cancel', requestId, reason, scope }),
+      forwardCancel: nodeId === undefined ? undefined : (requestId, reason, scope, trace) => send({ type: 'cancel', requestId, reason, scope, trace }),
       nodeId,
       broadcastListChanged: (kind) => send({ type: 'listChanged', kind }),
       onPoolThread: (poolThreadId, alive) => send({ type: 'poolThread', threadId: poolThreadId, alive }),

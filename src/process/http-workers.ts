@@ -218,7 +218,7 @@ export class HttpWorkers {
         else this.deliver(message.target, message.response, message.scope);
         break;
       case 'cancel':
-        this.#services.cluster?.cancel(message.requestId, message.reason, message.scope);
+        this.#services.cluster?.cancel(message.requestId, message.reason, message.scope, message.trace);
         break;
     }
   }

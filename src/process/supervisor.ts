@@ -220,7 +220,7 @@ function inProcessCluster(cluster: ClusterNode, nodeId: string | undefined): Pic
     nodeId,
     // One thread serves: an answer forwarded from here is always another node's.
     forwardResponse: (thread, text, scope, node) => { if (node !== undefined) cluster.answer(node, thread, text, scope); },
-    forwardCancel: (requestId, reason, scope) => cluster.cancel(requestId, reason, scope),
+    forwardCancel: (requestId, reason, scope, trace) => cluster.cancel(requestId, reason, scope, trace),
     broadcastListChanged: (kind) => cluster.listChanged(kind),
   };
 }

@@ -5,6 +5,7 @@
 import type { MessagePort } from 'node:worker_threads';
 import type { CatalogNames } from '../catalog/catalog.js';
 import type { SluiceErrorCode } from '../errors.js';
+import type { CarriedTrace } from '../telemetry/tracing/otel.js';
 import type { ListKind } from '../tools/context.js';
 import type { AdapterKind } from '../transport/http/adapter.js';
 import type { SharedState } from '../server/shared-state.js';
@@ -53,7 +54,7 @@ export type FromHttpWorker =
   /** A client's answer for thread `target` (of node `node` when it is another node's, cluster mode). */
   | { readonly type: 'response'; readonly target: number; readonly response: string; readonly scope: string; readonly node?: string | undefined }
   /** Cluster mode: a legacy cancel for a request not running on this node, for the other nodes. */
-  | { readonly type: 'cancel'; readonly requestId: string | number; readonly reason?: string | undefined; readonly scope: string }
+  | { readonly type: 'cancel'; readonly requestId: string | number; readonly reason?: string | undefined; readonly scope: string; readonly trace?: CarriedTrace | undefined }
   | { readonly type: 'listChanged'; readonly kind: ListKind }
   /**
    * A pool thread of this worker started (`alive`) or exited. Pool threads die with their HTTP

@@ -1,4 +1,6 @@
 import type { Registry } from '../registry/index.js';
+import type { CancelOutcome } from '../telemetry/tracing/cancel-spans.js';
+import type { CarriedTrace } from '../telemetry/tracing/otel.js';
 import { validRequestId } from '../registry/index.js';
 import type { EngineConfig } from './contract.js';
 import { ErrorCode, ProtocolError } from './wire.js';
@@ -12,26 +14,28 @@ const kLimited = new Map<string, ProtocolError>();
 /**
  * `notifications/cancelled`: honoured only for a request in flight in the sender's own scope;
  * anything else (unknown, finished, someone else's) is ignored here (in cluster mode it is handed to
- * the other nodes, which apply the same rule). Undefined when accepted, else the
- * refusal (400 for malformed params, 429 when the scope's cancellation quota is spent).
+ * the other nodes, which apply the same rule, with `trace`: the context of this cancel's span). What
+ * became of it when accepted, else the refusal (400 for malformed params, 429 when the scope's
+ * cancellation quota is spent).
  */
-export function cancelNotification(registry: Registry, log: EngineConfig['log'], params: unknown, scope: string, forward?: EngineConfig['forwardCancel']): ProtocolError | undefined {
-  if (params === undefined) return undefined;
+export function cancelNotification(registry: Registry, log: EngineConfig['log'], params: unknown, scope: string, forward?: EngineConfig['forwardCancel'], trace?: CarriedTrace): ProtocolError | Exclude<CancelOutcome, 'not_in_flight' | 'refused'> {
+  if (params === undefined) return 'ignored';
   if (params === null || typeof params !== 'object' || Array.isArray(params)) return kNotAnObject;
   const { requestId, reason } = params as { requestId?: unknown; reason?: unknown };
-  if (requestId === null || requestId === undefined) return undefined;
+  if (requestId === null || requestId === undefined) return 'ignored';
   if (!validRequestId(requestId)) return kBadRequestId;
   if (!registry.inFlight(requestId, scope)) {
     // Cluster mode: the request may run on another node. Only scopes that mean the same client on
     // every node travel (a session, an authenticated principal); an address bucket does not, since
     // behind a balancer every node sees the balancer's address.
     if (forward !== undefined && (scope.startsWith('session:') || scope.startsWith('principal:'))) {
-      forward(requestId, typeof reason === 'string' ? reason : undefined, scope);
+      forward(requestId, typeof reason === 'string' ? reason : undefined, scope, trace);
+      return 'forwarded';
     }
-    return undefined;
+    return 'ignored';
   }
   const result = registry.cancel(requestId, reason, scope);
-  if (result.ok) return undefined;
+  if (result.ok) return 'applied';
   log('warn', `sluice: cancellation refused for scope ${JSON.stringify(scope)}: ${result.error}`);
   let refusal = kLimited.get(result.error);
   if (refusal === undefined) {

@@ -2,6 +2,7 @@ import type { Registry } from '../registry/index.js';
 import type { AuthInfo } from '../auth/contract.js';
 import type { ServerCounters } from '../telemetry/counters.js';
 import type { ServerTracer } from '../telemetry/tracing/server.js';
+import type { CarriedTrace } from '../telemetry/tracing/otel.js';
 import type { Catalog } from '../catalog/catalog.js';
 import type { ListKind } from '../tools/context.js';
 import type { ToolPool } from '../tools/pool.js';
@@ -134,7 +135,7 @@ export interface EngineConfig {
    * Cluster mode: a `notifications/cancelled` for a request not in flight on this node, in a scope
    * that is the same on every node (session or principal), goes to the other nodes this way.
    */
-  readonly forwardCancel?: ((requestId: string | number, reason: string | undefined, scope: string) => void) | undefined;
+  readonly forwardCancel?: ((requestId: string | number, reason: string | undefined, scope: string, trace?: CarriedTrace) => void) | undefined;
   /** Cluster mode: this node's id; server→client request ids then name it (`s<nodeId>.<thread>-<n>`). */
   readonly nodeId?: string | undefined;
   /** Tells the other threads' engines that a list changed (HTTP workers: through the supervisor). */

@@ -9,13 +9,15 @@
  * locally, and each node applies it with the same scope check as a local cancel.
  */
 import { ClusterLink } from '../cluster/link.js';
-import type { BusMessage } from '../cluster/codec.js';
+import type { BusMessage, CancelMessage } from '../cluster/codec.js';
 import type { RedisContext } from '../cluster/contract.js';
 import type { Registry } from '../registry/index.js';
 import { validRequestId } from '../registry/index.js';
 import { kNotReady } from '../transport/http/readiness.js';
 import type { ServerLogSink, ResolvedCluster } from './options.js';
 import { Counter } from '../telemetry/counters.js';
+import { CancelSpans } from '../telemetry/tracing/cancel-spans.js';
+import type { CarriedTrace } from '../telemetry/tracing/otel.js';
 import type { ServerCounters } from '../telemetry/counters.js';
 import type { ListKind } from '../tools/context.js';
 
@@ -47,6 +49,8 @@ export class ClusterNode {
   readonly link: ClusterLink;
   readonly #deps: ClusterNodeDeps;
   readonly #buckets = new Map<string, Bucket>();
+  /** Spans of the cancels other nodes relay here, when the `tracing` module registered a provider in this thread. */
+  readonly #spans = CancelSpans.create();
 
   static async start(deps: ClusterNodeDeps): Promise<ClusterNode> {
     const node = new ClusterNode(deps);
@@ -82,13 +86,13 @@ export class ClusterNode {
    * A cancel no thread here had in flight: to the other nodes, at most kCancelsPerSecond per scope
    * (a client sending a thousand ids must not turn into a thousand messages to every node).
    */
-  cancel(requestId: string | number, reason: string | undefined, scope: string): void {
+  cancel(requestId: string | number, reason: string | undefined, scope: string, trace?: CarriedTrace): void {
     const { counters } = this.#deps;
     if (!this.#take(scope)) {
       counters.add(Counter.ClusterCancelsLimited);
       return;
     }
-    if (!this.link.publish({ k: 'c', s: scope, i: requestId, r: reason })) counters.add(Counter.ClusterCrossNodeFailures);
+    if (!this.link.publish({ k: 'c', s: scope, i: requestId, r: reason, p: trace?.traceparent, q: trace?.tracestate })) counters.add(Counter.ClusterCrossNodeFailures);
   }
 
   /** A client's answer to node `node`'s request, POSTed here: relayed to that node. */
@@ -106,13 +110,13 @@ export class ClusterNode {
   }
 
   #receive(message: BusMessage): void {
-    const { registry, log, counters } = this.#deps;
+    const { counters } = this.#deps;
     switch (message.k) {
       case 'c': {
-        // The same rule as a local cancel: in flight in the sender's own scope, or nothing.
-        if (!validRequestId(message.i) || !registry.inFlight(message.i, message.s)) return;
-        const result = registry.cancel(message.i, message.r, message.s);
-        if (!result.ok) log('warn', `sluice: cancellation (from node ${message.f}) refused for scope ${JSON.stringify(message.s)}: ${result.error}`);
+        const spans = this.#spans;
+        const span = spans?.relayed(message.p === undefined ? undefined : { traceparent: message.p, tracestate: message.q }, message.i, message.f, this.#deps.cluster.nodeId);
+        const outcome = this.#applyCancel(message);
+        if (span !== undefined) spans!.end(span, outcome);
         return;
       }
       case 'a':
@@ -122,6 +126,16 @@ export class ClusterNode {
       case 'l':
         this.#deps.listChanged(message.l);
     }
+  }
+
+  /** The same rule as a local cancel: in flight in the sender's own scope, or nothing. */
+  #applyCancel(message: CancelMessage): 'applied' | 'not_in_flight' | 'refused' {
+    const { registry, log } = this.#deps;
+    if (!validRequestId(message.i) || !registry.inFlight(message.i, message.s)) return 'not_in_flight';
+    const result = registry.cancel(message.i, message.r, message.s);
+    if (result.ok) return 'applied';
+    log('warn', `sluice: cancellation (from node ${message.f}) refused for scope ${JSON.stringify(message.s)}: ${result.error}`);
+    return 'refused';
   }
 
   /** Token bucket per scope: refills kCancelsPerSecond a second, holds at most that many. */

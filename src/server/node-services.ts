@@ -8,6 +8,7 @@ import type { SessionDirectoryHost } from '../cluster/sessions.js';
 import { MemoryTaskStore } from '../tasks/stores/memory-store.js';
 import type { TaskLimits, TaskStore } from '../tasks/store.js';
 import { Counter } from '../telemetry/counters.js';
+import { importTracingModule } from '../telemetry/tracing/otel.js';
 import type { ListKind } from '../tools/context.js';
 import type { ClusterNode } from './cluster-node.js';
 import type { CloseList } from './close-list.js';
@@ -112,6 +113,8 @@ export class NodeServices {
     if (cluster === undefined) return;
     // Loaded here only: without `cluster` no Redis code is ever imported.
     const { ClusterNode } = await import('./cluster-node.js');
+    // This thread makes the spans of cancels relayed from other nodes: it needs the SDK's provider too.
+    await importTracingModule(this.#config.options.tracing);
     const { registry, counters, shared } = this.tables;
     const node = await ClusterNode.start({ cluster, registry, counters, log: this.#config.log, readiness: shared.readiness, deliverAnswer: hooks.deliverAnswer, listChanged: hooks.listChanged });
     this.#cluster = node;

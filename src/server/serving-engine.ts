@@ -3,6 +3,7 @@
  * thread attached to the shared tables, its tool pool, and the engine over them.
  */
 import type { Catalog } from '../catalog/catalog.js';
+import type { EngineConfig } from '../protocol/contract.js';
 import { Engine } from '../protocol/engine.js';
 import { attachRegistry } from '../registry/index.js';
 import type { Registry } from '../registry/index.js';
@@ -37,7 +38,7 @@ export interface EngineInput {
   /** Relays a client's response to the thread that asked (HTTP workers: through the supervisor). */
   readonly forwardResponse?: ((threadId: number, response: string, scope: string, node?: string) => void) | undefined;
   /** Cluster mode: hands a cancel for a request not running on this node to the other nodes. */
-  readonly forwardCancel?: ((requestId: string | number, reason: string | undefined, scope: string) => void) | undefined;
+  readonly forwardCancel?: EngineConfig['forwardCancel'];
   /** Cluster mode: this node's id (it names the node in server→client request ids). */
   readonly nodeId?: string | undefined;
   /** Tells the other threads that a list changed. */

@@ -118,7 +118,11 @@ export interface CarriedTrace {
 export function activeTrace(api: OtelApi | undefined = loadOtelApi()): CarriedTrace | undefined {
   if (api === undefined) return undefined;
   const span = api.trace.getSpan(api.context.active());
-  if (span === undefined) return undefined;
+  return span === undefined ? undefined : carriedOf(api, span);
+}
+
+/** A span's trace context as plain strings; undefined for an invalid context (a non-recording SDK's). */
+export function carriedOf(api: OtelApi, span: Api.Span): CarriedTrace | undefined {
   const context = span.spanContext();
   if (!api.trace.isSpanContextValid(context)) return undefined;
   const state = context.traceState?.serialize();

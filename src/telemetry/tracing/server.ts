@@ -36,6 +36,11 @@ export class ServerTracer {
     this.#transport = transport;
   }
 
+  /** How this engine's requests arrive. */
+  get transport(): NetworkTransport {
+    return this.#transport;
+  }
+
   /**
    * A SERVER span `{mcp.method.name} {target}`, its parent the `traceparent` in `params._meta`
    * (else none: a new trace).
