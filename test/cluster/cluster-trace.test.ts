@@ -1,0 +1,102 @@
+/**
+ * One trace across two nodes: two Sluice node processes on one real redis-server, each exporting
+ * its spans with the real OTLP/HTTP exporter to a receiver in this test (each names itself in
+ * `service.instance.id`). A tools/call runs on node A; its cancel, carrying the caller's trace
+ * context in `_meta` (as the Sluice client sends it), lands on node B, which forwards it over the
+ * bus. The trace then holds A's request span (with the cancel it received), B's span of the
+ * notification (forwarded) and A's span of the relayed cancel (applied), a child of B's.
+ */
+import { createServer as createHttpServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { post } from '../helpers/http.js';
+import { startRedis } from '../helpers/redis.js';
+import type { RedisInstance } from '../helpers/redis.js';
+import { legacyHeaders, openStream, startNodeProcess, until } from './cross-node-helpers.js';
+import type { NodeProcess } from './cross-node-helpers.js';
+
+interface Attribute { key: string; value: { stringValue?: string; intValue?: string } }
+interface OtlpSpan { name: string; kind: number; traceId: string; spanId: string; parentSpanId?: string; attributes: Attribute[]; events?: { name: string; attributes: Attribute[] }[] }
+interface OtlpExport { resourceSpans: { resource: { attributes: Attribute[] }; scopeSpans: { spans: OtlpSpan[] }[] }[] }
+interface Seen { node: string; span: OtlpSpan }
+
+const kTools = fileURLToPath(new URL('./cross-node-tools.mjs', import.meta.url));
+const kTracing = fileURLToPath(new URL('../fixtures/otel-otlp-node-setup.mjs', import.meta.url));
+const kSpanKind = { server: 2, consumer: 5 } as const;
+
+let redis: RedisInstance;
+let receiver: ReturnType<typeof createHttpServer>;
+let a: NodeProcess;
+let b: NodeProcess;
+const seen: Seen[] = [];
+
+const text = (attributes: Attribute[], key: string) => attributes.find((x) => x.key === key)?.value.stringValue;
+
+beforeAll(async () => {
+  redis = await startRedis();
+  receiver = createHttpServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      if (req.url === '/v1/traces' && String(req.headers['content-type']).includes('json')) {
+        const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as OtlpExport;
+        for (const r of body.resourceSpans) {
+          const node = text(r.resource.attributes, 'service.instance.id') ?? '?';
+          for (const s of r.scopeSpans) for (const span of s.spans) seen.push({ node, span });
+        }
+      }
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+  });
+  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+  process.env.SLUICE_TEST_OTLP_URL = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/v1/traces`;
+  // Each child takes the environment as it is when it is spawned.
+  const options = { tools: kTools, tracing: kTracing, sessions: false, tasks: false };
+  process.env.SLUICE_TEST_NODE_NAME = 'node-a';
+  a = await startNodeProcess(redis.url, 'trace:', 'A', options);
+  process.env.SLUICE_TEST_NODE_NAME = 'node-b';
+  b = await startNodeProcess(redis.url, 'trace:', 'B', options);
+}, 60_000);
+
+afterAll(async () => {
+  await Promise.all([a?.stop(), b?.stop()]);
+  await redis?.stop();
+  await new Promise((r) => receiver?.close(r));
+  delete process.env.SLUICE_TEST_NODE_NAME;
+});
+
+describe('one trace across two nodes', () => {
+  it('a cancel sent to node B for a call on node A: A\'s request span, B\'s forwarding span and A\'s relayed-cancel span share the caller\'s trace', async () => {
+    const traceId = '0af7651916cd43dd8448eb211c80319c';
+    const caller = 'b7ad6b7169203331';
+    const traceparent = `00-${traceId}-${caller}-01`;
+    const call = openStream(a.url, { jsonrpc: '2.0', id: 'traced-1', method: 'tools/call', params: { name: 'block', arguments: { ms: 20_000 }, _meta: { progressToken: 'p', traceparent } } }, legacyHeaders('key-a'));
+    await until(() => call.events.length > 0, 10_000, 'the call to stream');
+    const res = await post(b.url, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'traced-1', reason: 'from B', _meta: { traceparent } } }, legacyHeaders('key-a'));
+    expect(res.status).toBe(202);
+    await until(() => call.ended, 10_000, 'the call to end');
+
+    const inTrace = () => seen.filter((s) => s.span.traceId === traceId);
+    const find = (node: string, name: string, kind: number) => inTrace().find((s) => s.node === node && s.span.name === name && s.span.kind === kind)?.span;
+    await until(() => find('node-a', 'tools/call block', kSpanKind.server) !== undefined && find('node-b', 'notifications/cancelled', kSpanKind.server) !== undefined
+      && find('node-a', 'notifications/cancelled', kSpanKind.consumer) !== undefined, 15_000, 'the three spans to be exported');
+
+    const request = find('node-a', 'tools/call block', kSpanKind.server)!;
+    expect(request.parentSpanId).toBe(caller);
+    expect(request.events?.some((e) => e.name === 'mcp.cancel.received' && text(e.attributes, 'mcp.cancel.reason') === 'from B')).toBe(true);
+
+    const forwarded = find('node-b', 'notifications/cancelled', kSpanKind.server)!;
+    expect(forwarded.parentSpanId).toBe(caller);
+    expect(text(forwarded.attributes, 'sluice.cancel.outcome')).toBe('forwarded');
+    expect(text(forwarded.attributes, 'sluice.cancel.request_id')).toBe('traced-1');
+
+    const relayed = find('node-a', 'notifications/cancelled', kSpanKind.consumer)!;
+    expect(relayed.parentSpanId).toBe(forwarded.spanId);
+    expect(text(relayed.attributes, 'sluice.cancel.outcome')).toBe('applied');
+    expect(text(relayed.attributes, 'sluice.cluster.from_node')).toBe('B');
+    expect(text(relayed.attributes, 'sluice.cluster.node_id')).toBe('A');
+    // Spans from both processes, one trace.
+    expect(new Set(inTrace().map((s) => s.node))).toEqual(new Set(['node-a', 'node-b']));
+  });
+});
