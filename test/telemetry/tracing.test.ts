@@ -185,4 +185,41 @@ describe('client spans', () => {
       }
     }
   });
+
+  it('a Sluice client\'s cancel carries its request span\'s context: the notifications/cancelled SERVER span is the CLIENT span\'s child', async () => {
+    await import(kSetup.href);
+    const client = new Client(new HttpClientTransport({ url: running.address.url }), { era: 'legacy' });
+    try {
+      const before = new Set(spans().map((s) => s.spanId));
+      const abort = new AbortController();
+      const call = client.callTool('wait_cancel', {}, { signal: abort.signal });
+      await new Promise((r) => setTimeout(r, 300)); // the call is running (as the server-side cancel case waits)
+      abort.abort('the test cancels');
+      await expect(call).rejects.toThrow();
+      const mine = await spanWhere('the client span', (s) => s.kind === 2 && s.name === 'tools/call wait_cancel' && !before.has(s.spanId));
+      const cancel = await spanWhere('the cancel span', (s) => s.kind === kServer && s.name === 'notifications/cancelled' && s.parentSpanId === mine.spanId);
+      expect(cancel.traceId).toBe(mine.traceId);
+      expect(cancel.attributes).toMatchObject({ 'mcp.method.name': 'notifications/cancelled', 'sluice.cancel.outcome': 'applied', 'network.transport': 'tcp' });
+      const served = await spanWhere('the cancelled request span', (s) => s.kind === kServer && s.name === 'tools/call wait_cancel' && s.parentSpanId === mine.spanId);
+      expect(served.events.some((e) => e.name === 'mcp.cancel.received')).toBe(true);
+      expect(cancel.attributes['sluice.cancel.request_id']).toBe(served.attributes['jsonrpc.request.id']);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('a cancel of nothing in flight: its span says ignored; a malformed one: the refusal\'s code', async () => {
+    const { url } = running.address;
+    const session = await initialize(url);
+    const headers = { 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' };
+    const traceId = hex(32, '7');
+    await post(url, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'nobody', _meta: { traceparent: `00-${traceId}-${hex(16, '8')}-01` } } }, headers);
+    const ignored = await spanWhere('the ignored cancel span', (s) => s.traceId === traceId && s.name === 'notifications/cancelled');
+    expect(ignored.attributes).toMatchObject({ 'sluice.cancel.outcome': 'ignored', 'mcp.session.id': session });
+    const badTrace = hex(32, '9');
+    const res = await post(url, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: { not: 'an id' }, _meta: { traceparent: `00-${badTrace}-${hex(16, '8')}-01` } } }, headers);
+    expect(res.status).toBe(400);
+    const refused = await spanWhere('the refused cancel span', (s) => s.traceId === badTrace && s.name === 'notifications/cancelled');
+    expect(refused.attributes).toMatchObject({ 'sluice.cancel.outcome': 'refused', 'error.type': '-32602' });
+  });
 });
