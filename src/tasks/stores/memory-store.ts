@@ -92,10 +92,13 @@ export class MemoryTaskStore implements TaskStore {
     checkNewTask(task);
     if (this.#tasks.has(task.taskId)) throw new Error(`task id ${task.taskId} is already in use (ids must be unique random values)`);
     const client = clientOf(task);
-    // At a bound, expired tasks not yet swept must not count against the caller.
-    if (this.#refusal(task.owner, client) !== undefined) this.sweep();
-    const refusal = this.#refusal(task.owner, client);
-    if (refusal !== undefined) throw refusalError(refusal, this.limits);
+    let refusal = this.#refusal(task.owner, client);
+    if (refusal !== undefined) {
+      // At a bound, expired tasks not yet swept must not count against the caller.
+      this.sweep();
+      refusal = this.#refusal(task.owner, client);
+      if (refusal !== undefined) throw refusalError(refusal, this.limits);
+    }
     const record = newRecord(task, this.limits, this.#now());
     let usage = client === undefined ? undefined : this.#clients.get(client);
     if (usage === undefined) {
