@@ -217,16 +217,23 @@ export function failedDraft(current: TaskRecord, message: string): Draft {
 
 /** Bytes a task makes the node hold for it: its result, error and input requests/answers as UTF-8 JSON. */
 export function payloadBytes(record: Draft | TaskRecord): number {
-  let bytes = 0;
-  if (record.resultJson !== undefined) bytes += Buffer.byteLength(record.resultJson);
-  if (record.error !== undefined) bytes += jsonBytes(record.error);
-  if (record.inputRequests !== undefined) bytes += jsonBytes(record.inputRequests);
-  if (record.inputResponses !== undefined) bytes += jsonBytes(record.inputResponses);
-  return bytes;
+  return payloadTextBytes(record.resultJson, jsonText(record.error), jsonText(record.inputRequests), jsonText(record.inputResponses));
 }
 
-function jsonBytes(value: unknown): number {
-  const text = JSON.stringify(value);
+/**
+ * `payloadBytes` of a payload already made JSON text (undefined: absent), for a store that writes
+ * that text anyway (RedisTaskStore): each part is serialised once.
+ */
+export function payloadTextBytes(result: string | undefined, error: string | undefined, requests: string | undefined, responses: string | undefined): number {
+  return textBytes(result) + textBytes(error) + textBytes(requests) + textBytes(responses);
+}
+
+/** `value` as JSON text; undefined when it is absent. */
+export function jsonText(value: unknown): string | undefined {
+  return value === undefined ? undefined : JSON.stringify(value);
+}
+
+function textBytes(text: string | undefined): number {
   return text === undefined ? 0 : Buffer.byteLength(text);
 }
 

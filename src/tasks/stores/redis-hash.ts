@@ -6,7 +6,7 @@
  * the last three). Pure: no Redis code here.
  */
 import type { TaskDialect, TaskRecord, TaskStatus } from '../task.js';
-import { deepFreeze, expiresAt } from '../transitions.js';
+import { deepFreeze, expiresAt, jsonText, payloadTextBytes } from '../transitions.js';
 import type { Draft } from '../transitions.js';
 
 /** A task as read from its hash: the record and what the store keeps beside it. */
@@ -28,16 +28,22 @@ export function createFields(record: TaskRecord): (string | number)[] {
   return fields;
 }
 
-/** What a change writes: field/value pairs to set (flat), and the fields to delete (now undefined). */
-export function changeFields(next: Draft, seen: readonly string[]): { set: string[]; del: string[] } {
+/**
+ * What a change writes: field/value pairs to set (flat), the fields to delete (now undefined), and
+ * the payload bytes of `next` (`payloadBytes`, counted from the JSON text written here).
+ */
+export function changeFields(next: Draft, seen: readonly string[]): { set: string[]; del: string[]; bytes: number } {
+  const error = jsonText(next.error);
+  const requests = jsonText(next.inputRequests);
+  const responses = jsonText(next.inputResponses);
   const fields: [string, string | undefined][] = [
     ['status', next.status],
     ['msg', next.statusMessage],
     ['result', next.resultJson],
-    ['error', json(next.error)],
-    ['reqs', json(next.inputRequests)],
-    ['resps', json(next.inputResponses)],
-    ['progress', json(next.progress)],
+    ['error', error],
+    ['reqs', requests],
+    ['resps', responses],
+    ['progress', jsonText(next.progress)],
     ['seen', seen.length === 0 ? undefined : JSON.stringify(seen)],
   ];
   const set: string[] = [];
@@ -46,11 +52,7 @@ export function changeFields(next: Draft, seen: readonly string[]): { set: strin
     if (value === undefined) del.push(name);
     else set.push(name, value);
   }
-  return { set, del };
-}
-
-function json(value: unknown): string | undefined {
-  return value === undefined ? undefined : JSON.stringify(value);
+  return { set, del, bytes: payloadTextBytes(next.resultJson, error, requests, responses) };
 }
 
 /** A script's HGETALL reply (a flat field/value array; nil for no task) as an object. */

@@ -23,7 +23,7 @@ import type { Row } from './redis-hash.js';
 import type { TaskLimits, TaskStore } from '../store.js';
 import type { NewTask, TaskChange, TaskPage, TaskRecord } from '../task.js';
 import {
-  applyCancel, applyRespond, applyUpdate, byteMessages, checkChange, checkNewTask, clientOf, newRecord, payloadBytes, refusalError,
+  applyCancel, applyRespond, applyUpdate, byteMessages, checkChange, checkNewTask, clientOf, newRecord, refusalError,
 } from '../transitions.js';
 import type { CreateRefusal, Transition } from '../transitions.js';
 import { tellAll } from '../watchers.js';
@@ -280,11 +280,11 @@ export class RedisTaskStore implements TaskStore {
       if (row === undefined || (owner !== undefined && row.record.owner !== owner)) return undefined;
       const step = compute(row);
       if (step === undefined) return row.record;
-      const { set, del } = changeFields(step.next, step.added.length === 0 ? row.seen : [...row.seen, ...step.added]);
+      const { set, del, bytes } = changeFields(step.next, step.added.length === 0 ? row.seen : [...row.seen, ...step.added]);
       const { maxTaskBytes, maxStoredBytes, maxStoredBytesPerClient } = this.limits;
       // The byte bounds are byteRefusal's, checked inside the script against what Redis holds.
       const reply = await this.#run('commit', [
-        taskId, row.record.version, payloadBytes(step.next), maxTaskBytes, maxStoredBytes, maxStoredBytesPerClient,
+        taskId, row.record.version, bytes, maxTaskBytes, maxStoredBytes, maxStoredBytesPerClient,
         ...byteMessages(this.limits, step.what), set.length / 2, ...set, ...del,
       ]);
       if (reply === 'retry') continue;
