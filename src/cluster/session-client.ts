@@ -17,7 +17,7 @@
 import type { MessagePort } from 'node:worker_threads';
 import { PortClient } from '../ports/client.js';
 import { warnProblem } from '../ports/problem.js';
-import type { PortProblem } from '../ports/problem.js';
+import type { PortProblem, UndeliverableToClient, UndeliverableToHost } from '../ports/problem.js';
 
 export { warnProblem } from '../ports/problem.js';
 export type { PortProblem } from '../ports/problem.js';
@@ -50,12 +50,12 @@ export type SessionCall =
   | { id: number; readonly op: 'end'; readonly session: string };
 
 /** What a worker tells the host: a call, or that the host's message number `seq` (1-based) could not be read here. */
-export type ToSessionHost = SessionCall | { readonly op: 'undeliverable'; readonly seq: number };
+export type ToSessionHost = SessionCall | UndeliverableToHost;
 
 /** What the host tells a worker: an answer, or that the worker's message number `seq` could not be read there. */
 export type FromSessionHost =
   | { readonly type: 'answer'; readonly id: number; readonly answer: DirectoryAnswer }
-  | { readonly type: 'undeliverable'; readonly seq: number };
+  | UndeliverableToClient;
 
 export interface SessionDirectoryClientOptions {
   /**

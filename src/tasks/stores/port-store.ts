@@ -18,12 +18,14 @@ import { SluiceError, kSluiceErrorCodes } from '../../errors.js';
 import type { SluiceErrorCode } from '../../errors.js';
 import type { TaskStore } from '../store.js';
 import type { NewTask, TaskChange, TaskPage, TaskRecord } from '../task.js';
+import { tellAll } from '../watchers.js';
+import type { TaskListener } from '../watchers.js';
 import { valueProblem } from '../../ports/value-bounds.js';
 import { PortClient } from '../../ports/client.js';
 import { PortHost } from '../../ports/host.js';
 import type { HostLink } from '../../ports/host.js';
 import { warnProblem } from '../../ports/problem.js';
-import type { PortProblem } from '../../ports/problem.js';
+import type { PortProblem, UndeliverableToClient, UndeliverableToHost } from '../../ports/problem.js';
 
 /** A call to the store, from a client to the host; `id` pairs it with its answer. */
 export type TaskStoreRequest =
@@ -35,13 +37,11 @@ export type TaskStoreRequest =
   | { id: number; op: 'cancel'; taskId: string; owner: string; statusMessage: string | undefined }
   | { id: number; op: 'runnerLost'; runner: string; reason: string };
 
+/** A client's (un)subscription to one task's changes. */
+type Subscription = { readonly op: 'watch'; readonly taskId: string } | { readonly op: 'unwatch'; readonly taskId: string };
+
 /** What a client tells the host: a call, or a (un)subscription to one task's changes. */
-export type ToTaskStoreHost =
-  | TaskStoreRequest
-  | { readonly op: 'watch'; readonly taskId: string }
-  | { readonly op: 'unwatch'; readonly taskId: string }
-  /** The host's message number `seq` (1-based, in posting order) could not be deserialised here. */
-  | { readonly op: 'undeliverable'; readonly seq: number };
+export type ToTaskStoreHost = TaskStoreRequest | Subscription | UndeliverableToHost;
 
 /** An error as plain data: `code` when it was a SluiceError. */
 export interface TaskStoreErrorWire {
@@ -54,8 +54,7 @@ export type FromTaskStoreHost =
   | { readonly type: 'result'; readonly id: number; readonly value: unknown }
   | { readonly type: 'error'; readonly id: number; readonly error: TaskStoreErrorWire }
   | { readonly type: 'changed'; readonly taskId: string; readonly task: TaskRecord | undefined }
-  /** The client's message number `seq` (1-based, in posting order) could not be deserialised by the host. */
-  | { readonly type: 'undeliverable'; readonly seq: number };
+  | UndeliverableToClient;
 
 /** Levels of nesting the ports carry: well under what a thread can deserialise (about 2 000 on the main thread). */
 const kMaxPortDepth = 1_000;
@@ -77,13 +76,9 @@ export interface TaskStoreHostOptions {
   readonly onProblem?: PortProblem | undefined;
 }
 
-type Listener = (task: TaskRecord | undefined) => void;
-
 const kCodes: ReadonlySet<string> = new Set(kSluiceErrorCodes);
 
 const kWording = { name: 'task store', failure: 'fails' } as const;
-
-type Subscription = { readonly op: 'watch'; readonly taskId: string } | { readonly op: 'unwatch'; readonly taskId: string };
 
 /** Supervisor side: serves one TaskStore to any number of ports (one per worker). */
 export class TaskStoreHost {
@@ -187,7 +182,7 @@ type Link = HostLink<FromTaskStoreHost>;
 export class TaskStoreClient implements TaskStore {
   readonly #client: PortClient<TaskStoreRequest, unknown, Subscription>;
   /** Local listeners per watched task id: the host is asked once per id. */
-  readonly #watchers = new Map<string, Set<Listener>>();
+  readonly #watchers = new Map<string, Set<TaskListener>>();
 
   constructor(port: MessagePort, options: TaskStoreClientOptions = {}) {
     this.#client = new PortClient(port, {
@@ -233,7 +228,7 @@ export class TaskStoreClient implements TaskStore {
       this.#watchers.set(taskId, listeners = new Set());
       this.#client.post({ op: 'watch', taskId });
     }
-    const own: Listener = (task) => listener(task);
+    const own: TaskListener = (task) => listener(task);
     listeners.add(own);
     return () => {
       const set = this.#watchers.get(taskId);
@@ -263,13 +258,7 @@ export class TaskStoreClient implements TaskStore {
       if (listeners === undefined) return;
       // The host has dropped a deleted task's watch: forget it here too (its unwatch is then a no-op).
       if (message.task === undefined) this.#watchers.delete(message.taskId);
-      for (const listener of [...listeners]) {
-        try {
-          listener(message.task);
-        } catch (error) {
-          process.emitWarning(`a task watcher threw: ${error instanceof Error ? error.message : String(error)}`, 'SluiceWarning');
-        }
-      }
+      tellAll(listeners, message.task);
       return;
     }
     if (message.type === 'result') this.#client.resolve(message.id, message.value);
