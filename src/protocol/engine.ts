@@ -68,6 +68,7 @@ export class Engine {
       logFailure: (method, target, error) => this.logFailure(method, target, error),
       requestClient: (run, method, params) => clientRequests.send(run, method, params),
       running: this.#tasks,
+      tracer: config.tracer,
     };
     const taskMethods = taskHost === undefined ? undefined : new TaskMethods(taskHost, config.authenticated === true);
     const capabilities = legacyCapabilities(index, taskHost === undefined ? undefined : { list: config.authenticated === true });

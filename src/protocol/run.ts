@@ -358,6 +358,11 @@ export class Run implements Running, ContextHost {
     this.spanEvent('mcp.cancel.observed', {});
   }
 
+  /** A child span of this request's (tracing on only): a task's, which lives on after the request. */
+  childSpan(name: string, attributes: Record<string, string | number>): RequestSpan | undefined {
+    return this.#span === undefined ? undefined : this.#host.tracer!.child(this.#span, name, attributes);
+  }
+
   /** An event on this request's span (tracing on only): a cancel seen, a task created. */
   spanEvent(name: string, attributes: Record<string, string | number>): void {
     if (this.#span !== undefined) this.#host.tracer!.event(this.#span, name, attributes);

@@ -145,6 +145,30 @@ describe('server spans', () => {
     expect(created[0]!.attributes).toMatchObject({ 'mcp.task.id': taskId, 'mcp.task.dialect': 'legacy' });
   });
 
+  it('a task has a span of its own, the request span\'s child: its status changes are events, wherever the change was made', async () => {
+    const { url } = running.address;
+    const session = await initialize(url);
+    const headers = { 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' };
+    const taskOf = (body: string) => (JSON.parse(body.startsWith('{') ? body : body.split('\n').find((l) => l.startsWith('data: '))!.slice(6)) as { result: { task: { taskId: string } } }).result.task.taskId;
+    // Completed by its tool.
+    const doneTrace = hex(32, '3');
+    const done = taskOf((await post(url, { jsonrpc: '2.0', id: 'tc', method: 'tools/call', params: { name: 'task_nap', arguments: { ms: 1 }, task: { ttl: 60_000 }, _meta: { traceparent: `00-${doneTrace}-${hex(16, '4')}-01` } } }, headers)).body);
+    const request = await spanWhere('the request span', (s) => s.traceId === doneTrace && s.name === 'tools/call task_nap');
+    const task = await spanWhere('the task span', (s) => s.traceId === doneTrace && s.name === 'mcp.task task_nap');
+    expect(task.parentSpanId).toBe(request.spanId);
+    expect(task.attributes).toMatchObject({ 'mcp.task.id': done, 'mcp.task.dialect': 'legacy', 'gen_ai.tool.name': 'task_nap', 'mcp.task.status': 'completed' });
+    expect(task.events.filter((e) => e.name === 'mcp.task.status').map((e) => e.attributes['mcp.task.status'])).toEqual(['completed']);
+    expect(task.attributes['error.type']).toBeUndefined();
+    // Cancelled by the client's tasks/cancel (another request): the event says so, the span is an error.
+    const cancelTrace = hex(32, 'c');
+    const long = taskOf((await post(url, { jsonrpc: '2.0', id: 'tl', method: 'tools/call', params: { name: 'task_nap', arguments: { ms: 30_000 }, task: { ttl: 60_000 }, _meta: { traceparent: `00-${cancelTrace}-${hex(16, 'd')}-01` } } }, headers)).body);
+    const cancelled = await post(url, { jsonrpc: '2.0', id: 'tx', method: 'tasks/cancel', params: { taskId: long } }, headers);
+    expect(cancelled.status).toBe(200);
+    const stopped = await spanWhere('the cancelled task span', (s) => s.traceId === cancelTrace && s.name === 'mcp.task task_nap');
+    expect(stopped.events.filter((e) => e.name === 'mcp.task.status').map((e) => e.attributes['mcp.task.status'])).toEqual(['cancelled']);
+    expect(stopped.attributes).toMatchObject({ 'mcp.task.status': 'cancelled', 'error.type': 'cancelled' });
+  });
+
   it('stdio: network.transport pipe', async () => {
     const server = stdioServer({ tools: kTools, tracing: kSetup });
     try {

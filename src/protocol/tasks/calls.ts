@@ -102,13 +102,14 @@ export class TaskCalls {
     }
     unlink();
     run.spanEvent('mcp.task.created', { 'mcp.task.id': record.taskId, 'mcp.task.dialect': 'legacy' });
+    const span = run.childSpan(`mcp.task ${task.tool.name}`, { 'mcp.task.id': record.taskId, 'mcp.task.dialect': 'legacy', 'gen_ai.tool.name': task.tool.name });
     let output: ToolOutput | Promise<ToolOutput>;
     try {
       output = task.invoke(args, input);
     } catch (error) {
       output = Promise.reject(error);
     }
-    task.created(output);
+    task.created(output, span);
     return { task: legacyTask(record) };
   }
 
@@ -175,8 +176,9 @@ export class TaskCalls {
     }
     unlink();
     run.spanEvent('mcp.task.created', { 'mcp.task.id': record.taskId, 'mcp.task.dialect': 'modern' });
+    const span = run.childSpan(`mcp.task ${task.tool.name}`, { 'mcp.task.id': record.taskId, 'mcp.task.dialect': 'modern', 'gen_ai.tool.name': task.tool.name });
     if (run.cancelled) task.cancel('the request was cancelled');
-    task.created(output);
+    task.created(output, span);
     return { ...modernTask(record, false), resultType: 'task' };
   }
 }

@@ -6,6 +6,7 @@ import type { TaskChange, TaskDialect, TaskError, TaskInputRequest, TaskProgress
 import { isTerminal } from '../../tasks/task.js';
 import { Counter } from '../../telemetry/counters.js';
 import type { ServerCounters } from '../../telemetry/counters.js';
+import type { RequestSpan, ServerTracer } from '../../telemetry/tracing/server.js';
 import { ToolContext, isInputRequired } from '../../tools/context.js';
 import type { ClientRequester, InputRequired, ListKind, ProgressSink, RequestInput } from '../../tools/context.js';
 import { errorText, toToolResult } from '../../tools/define.js';
@@ -31,6 +32,8 @@ export interface TaskHost {
   requestClient(run: Run, method: string, params: Record<string, unknown>): Promise<unknown>;
   /** Task runs of this engine whose tool has not settled (shutdown cancels them). */
   readonly running: Set<TaskRun>;
+  /** Spans, when the serving thread traces: a task's status changes are events on its own span. */
+  readonly tracer?: ServerTracer | undefined;
 }
 
 interface Waiting {
@@ -81,6 +84,10 @@ export class TaskRun {
   /** The store knows the task (created); before that, changes are not sent. */
   #created = false;
   #released = false;
+  /** The task's span (tracing on only), a child of the creating request's, ended when the row goes. */
+  #span: RequestSpan | undefined;
+  /** The last status an event was noted for (its span notes each change once). */
+  #status: TaskRecord['status'] = 'working';
   /** Progress waiting for the previous progress write to finish (only the newest is kept). */
   #progress: TaskProgress | undefined;
   #progressBusy = false;
@@ -149,8 +156,9 @@ export class TaskRun {
    * The store has the task: from now on its outcome, input requests and progress are written
    * there, and changes the client makes (answers, cancel) are watched for.
    */
-  created(output: ToolOutput | Promise<ToolOutput>): void {
+  created(output: ToolOutput | Promise<ToolOutput>, span?: RequestSpan): void {
     this.#created = true;
+    this.#span = span;
     // No task lives longer than maxTtlMs: a write held past that has nothing left to land on.
     this.#expiresAt = Date.now() + this.#host.limits.maxTtlMs;
     this.#host.counters.add(Counter.TasksCreated);
@@ -222,6 +230,7 @@ export class TaskRun {
   /** The terminal change, then the row goes. */
   #end(change: TaskChange): void {
     if (this.#released) return;
+    if (change.status !== undefined) this.#noteStatus(change.status, change.statusMessage);
     this.#write(change);
     this.#release();
   }
@@ -283,6 +292,7 @@ export class TaskRun {
   /** What the store says changed: answers to pick up, a cancel from elsewhere, an expiry. */
   #changed(task: TaskRecord | undefined): void {
     if (this.#released) return;
+    if (task !== undefined) this.#noteStatus(task.status, task.statusMessage);
     if (task === undefined) {
       this.#host.registry.cancelRequest(this.#handle, 'task expired');
       this.#release();
@@ -401,10 +411,21 @@ export class TaskRun {
     this.#kill.unref();
   }
 
+  /** A status change, as an event on the task's span (once per change, wherever it was made). */
+  #noteStatus(status: TaskRecord['status'], message: string | undefined): void {
+    if (status === this.#status) return;
+    this.#status = status;
+    if (this.#span !== undefined) this.#host.tracer!.event(this.#span, 'mcp.task.status', message === undefined ? { 'mcp.task.status': status } : { 'mcp.task.status': status, 'mcp.task.status_message': message });
+  }
+
   #release(): void {
     if (this.#released) return;
     this.#released = true;
     const host = this.#host;
+    if (this.#span !== undefined) {
+      this.#span.setAttribute('mcp.task.status', this.#status);
+      host.tracer!.end(this.#span, this.#status === 'failed' ? 'task_failed' : this.#status === 'cancelled' ? 'cancelled' : '');
+    }
     host.running.delete(this);
     if (this.#kill !== undefined) clearTimeout(this.#kill);
     // The last write goes out before the watch ends (its own change is not needed back).

@@ -75,6 +75,15 @@ export class ServerTracer {
     return api.context.with(api.trace.setSpan(api.context.active(), span), fn, undefined, a, b);
   }
 
+  /**
+   * An INTERNAL span, a child of `parent`, for work that outlives the request (a task: it runs on
+   * after the request that created it has answered, so its status changes need a span of their own).
+   */
+  child(parent: RequestSpan, name: string, attributes: Api.Attributes): RequestSpan {
+    const api = this.#api;
+    return this.#tracer.startSpan(name, { kind: api.SpanKind.INTERNAL, attributes }, api.trace.setSpan(api.ROOT_CONTEXT, parent));
+  }
+
   /** An event on the span (cancel received, client gone, killed...). */
   event(span: RequestSpan, name: string, attributes: Api.Attributes): void {
     span.addEvent(name, { 'thread.id': threadId, ...attributes });
