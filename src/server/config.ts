@@ -11,6 +11,7 @@ import { collectCatalog, importToolsModule, toolsModuleUrl } from '../catalog/ca
 import type { Catalog } from '../catalog/catalog.js';
 import { SluiceError } from '../errors.js';
 import type { TaskStore } from '../tasks/store.js';
+import { deepFreeze } from '../tasks/transitions.js';
 import { importTracingModule } from '../telemetry/tracing/otel.js';
 import type { Authenticate } from '../transport/http/endpoint.js';
 import { filterLog, resolveOptions, taskStoreOption } from './options.js';
@@ -43,7 +44,8 @@ export function resolveConfig(options: ServerOptions, sink?: ServerLogSink): Ser
   if (tools.module !== undefined && verifyToken !== undefined) throw new SluiceError('invalid_option', 'auth.verify works with in-process tools only: export verifyToken from the tools module instead');
   checkPrincipalSource(resolved, options.authenticate);
   return Object.freeze({
-    options: frozen(resolved),
+    // Frozen through (key bytes stay as they are: a typed array cannot be frozen).
+    options: deepFreeze(resolved),
     tools,
     log: serverLog(resolved, sink),
     taskStore: taskStoreOption(options),
@@ -65,15 +67,6 @@ export async function workerConfig(options: ResolvedOptions, toolsModule: string
   // The tasks live in the supervisor: a worker reaches them over its port, never a store of its own.
   const config: ServerConfig = Object.freeze({ options, tools: { module: toolsModule }, log, taskStore: undefined, authenticate, verifyToken });
   return { config, catalog };
-}
-
-/** The resolved options, frozen through (key bytes stay as they are: a typed array cannot be frozen). */
-function frozen<T>(value: T): T {
-  if (value !== null && typeof value === 'object' && !ArrayBuffer.isView(value) && !Object.isFrozen(value)) {
-    for (const field of Object.values(value)) frozen(field);
-    Object.freeze(value);
-  }
-  return value;
 }
 
 /** Two ways to name the principal would disagree on who the caller is: one only. */
