@@ -18,6 +18,15 @@ export interface CleanupResult {
   inFlightRemoved: number;
 }
 
+/**
+ * The janitor's options, `[default, min, max]`: `startJanitor` checks them, and createServer's
+ * `janitor` option (server/options.ts) reads the same bounds.
+ */
+export const kJanitorBounds = {
+  intervalMs: [60_000, 1, 2 ** 31 - 1],
+  ttlMs: [300_000, 0, Number.MAX_SAFE_INTEGER],
+} as const satisfies Record<string, readonly [number, number, number]>;
+
 export interface JanitorOptions {
   /** How often it sweeps. Default 60 s. */
   intervalMs?: number;
@@ -65,8 +74,8 @@ export function sweep(c: PolicyContext, ttlMs: number): CleanupResult {
 
 /** Runs `cleanup(ttlMs)` every `intervalMs` on an unref'd timer; returns a function that stops it. */
 export function startJanitor(cleanup: (ttlMs: number) => unknown, options: JanitorOptions = {}): () => void {
-  const intervalMs = integer('intervalMs', options.intervalMs, 60_000, 1, 2 ** 31 - 1);
-  const ttlMs = integer('ttlMs', options.ttlMs, 300_000, 0, Number.MAX_SAFE_INTEGER);
+  const intervalMs = integer('intervalMs', options.intervalMs, ...kJanitorBounds.intervalMs);
+  const ttlMs = integer('ttlMs', options.ttlMs, ...kJanitorBounds.ttlMs);
   const timer = setInterval(() => cleanup(ttlMs), intervalMs);
   timer.unref();
   return () => clearInterval(timer);

@@ -27,6 +27,9 @@ export interface RegistryOptions {
   maxThreads?: number;
 }
 
+/** The options' defaults, for the checks and for `registryMemory` alike. */
+const kDefaults = { maxRows: 10_000, maxRowsPerScope: 256, inFlightCapacity: 65_536, maxThreads: 1024 } as const;
+
 /** Int32 words of a cancellation row's value: stamp, time, scope hash, reason. */
 export const kCancelValueWords = kCvReason + kMaxReasonBytes / 4;
 /** Scopes remembered as full, per thread, before the memo is dropped. */
@@ -46,12 +49,12 @@ export interface RegistrySizing {
 
 export function checkRegistryOptions(options: RegistryOptions): RegistrySizing {
   if (options === null || typeof options !== 'object') throw new SluiceError('invalid_option', 'options must be an object');
-  const maxRows = integer('maxRows', options.maxRows, 10_000, 1, 10_000_000);
+  const maxRows = integer('maxRows', options.maxRows, kDefaults.maxRows, 1, 10_000_000);
   return {
     maxRows,
-    maxRowsPerScope: integerOrInfinity('maxRowsPerScope', options.maxRowsPerScope, 256, 1, 10_000_000),
-    inFlightCapacity: integer('inFlightCapacity', options.inFlightCapacity, 65_536, 1, 1 << 24),
-    maxThreads: integer('maxThreads', options.maxThreads, 1024, 1, 4096),
+    maxRowsPerScope: integerOrInfinity('maxRowsPerScope', options.maxRowsPerScope, kDefaults.maxRowsPerScope, 1, 10_000_000),
+    inFlightCapacity: integer('inFlightCapacity', options.inFlightCapacity, kDefaults.inFlightCapacity, 1, 1 << 24),
+    maxThreads: integer('maxThreads', options.maxThreads, kDefaults.maxThreads, 1, 4096),
     cancellationSlots: cancellationSlots(maxRows),
     buckets: bucketsFor(maxRows),
   };
@@ -78,10 +81,10 @@ export interface RegistryMemory {
 
 /** Bytes of shared memory a registry with these options allocates, part by part (options unchecked). */
 export function registryMemory(options: RegistryOptions = {}): RegistryMemory {
-  const maxRows = options.maxRows ?? 10_000;
-  const maxThreads = options.maxThreads ?? 1024;
+  const maxRows = options.maxRows ?? kDefaults.maxRows;
+  const maxThreads = options.maxThreads ?? kDefaults.maxThreads;
   const roster = Roster.byteLength(maxThreads, kCounterCount);
-  const inFlight = ShmTable.byteLength(options.inFlightCapacity ?? 65_536, kMaxKeyBytes, 2);
+  const inFlight = ShmTable.byteLength(options.inFlightCapacity ?? kDefaults.inFlightCapacity, kMaxKeyBytes, 2);
   const cancellations = ShmTable.byteLength(cancellationSlots(maxRows), kMaxKeyBytes, kCancelValueWords);
   const state = (epochBase(bucketsFor(maxRows)) + maxThreads * kEpochStride) * 4;
   return { roster, inFlight, cancellations, state, total: roster + inFlight + cancellations + state };

@@ -5,6 +5,7 @@ import { pathToFileURL } from 'node:url';
 import { SluiceError } from '../errors.js';
 import { boolean, integer, oneOf } from '../validate.js';
 import type { RegistryOptions } from '../registry/index.js';
+import { kJanitorBounds } from '../registry/janitor.js';
 import { resolveTaskLimits } from '../tasks/limits.js';
 import type { TaskLimits, TaskStore } from '../tasks/store.js';
 import type { Tool } from '../tools/define.js';
@@ -275,8 +276,9 @@ export const kIntegerOptions = {
   shutdownGraceMs: [5_000, 0, 2 ** 31 - 1],
   /** Pool threads per HTTP worker (also what bounds the stdio server's threads). */
   poolThreads: [1, 1, 64],
-  'janitor.intervalMs': [60_000, 1, 2 ** 31 - 1],
-  'janitor.ttlMs': [300_000, 0, Number.MAX_SAFE_INTEGER],
+  // The registry's own janitor bounds, so the two checks cannot drift.
+  'janitor.intervalMs': kJanitorBounds.intervalMs,
+  'janitor.ttlMs': kJanitorBounds.ttlMs,
 } as const satisfies Record<string, readonly [number, number, number]>;
 
 /** The default of every boolean option. */
