@@ -190,6 +190,8 @@ class LineSplitter {
   }
 
   #clear(): void {
+    // Most lines arrive whole, with nothing pending: no new array per line then.
+    if (this.#pendingSize === 0) return;
     this.#pending = [];
     this.#pendingSize = 0;
   }
