@@ -4,7 +4,7 @@ import type { Registry } from '../registry/index.js';
 import { SluiceError } from '../errors.js';
 import { ToolContext } from '../tools/context.js';
 import { importToolsModule } from '../catalog/catalog.js';
-import { Refusal, checkArguments, errorText, toToolResult, toolFailure } from '../tools/define.js';
+import { Refusal, checkArguments, errorText, thrownResult, toToolResult, toolFailure } from '../tools/define.js';
 import type { CallToolResult, Tool } from '../tools/define.js';
 import { epochNow } from '../tools/pool.js';
 import type { PoolOutcome, PoolTask, PoolThreadData, PoolThreadMessage } from '../tools/pool.js';
@@ -45,9 +45,13 @@ export async function startPoolThread(data: PoolThreadData): Promise<void> {
   } catch {
     // It failed in the HTTP worker too, which refused to start: this thread is being torn down.
   }
-  tools ??= importToolsModule(data.toolsModule).then(({ catalog }) => new Map(catalog.tools.map((t) => [t.name, t])));
-  await tools.catch(() => undefined);
+  await loadTools(data).catch(() => undefined);
   announce('ready');
+}
+
+/** This thread's tools by name; the module is imported once, by `startPoolThread`. */
+function loadTools(data: PoolThreadData): Promise<Map<string, Tool>> {
+  return tools ??= importToolsModule(data.toolsModule).then(({ catalog }) => new Map(catalog.tools.map((t) => [t.name, t])));
 }
 
 /**
@@ -76,8 +80,7 @@ function outcomeOf(outcome: PoolOutcome): string {
 
 async function runTool(data: PoolThreadData, task: PoolTask): Promise<PoolOutcome> {
   registry ??= attachRegistry(data.registry);
-  tools ??= importToolsModule(data.toolsModule).then(({ catalog }) => new Map(catalog.tools.map((t) => [t.name, t])));
-  const tool = (await tools).get(task.name);
+  const tool = (await loadTools(data)).get(task.name);
   if (tool === undefined) throw new Error(`the pool's tools module has no tool named ${task.name}`);
   const port = task.progress;
   const ctx = new ToolContext(registry.adopt(task.ref), { progress: port === undefined ? undefined : (p, t, m) => port.postMessage([p, t, m]), auth: task.auth });
@@ -95,7 +98,7 @@ async function runTool(data: PoolThreadData, task: PoolTask): Promise<PoolOutcom
   } catch (error) {
     // A ProtocolError stays one, as it does inline: sent as plain data, rebuilt by the engine.
     if (error instanceof ProtocolError) return { ok: false, error: plainProtocolError(error) };
-    return { ok: true, result: { content: [{ type: 'text', text: errorText(error) }], isError: true } };
+    return { ok: true, result: thrownResult(error) };
   } finally {
     port?.close();
   }

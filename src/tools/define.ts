@@ -18,7 +18,7 @@ import type { JsonSchema } from './schema.js';
 import type { StandardSchemaV1 } from './standard-schema.js';
 
 export { Refusal, kCompiled } from './compile.js';
-export { errorText, toCallToolResult, toolFailure, unserialisable } from './result.js';
+export { errorText, thrownResult, toCallToolResult, toolFailure, unserialisable } from './result.js';
 export type { CallToolResult, ContentBlock, ToolOutput } from './result.js';
 
 // Module-local copies of what each tools/call result goes through: optimised code reads an imported

@@ -49,6 +49,11 @@ export function toolFailure(tool: { readonly name: string }, problem: string): C
   return { content: [{ type: 'text', text: `tool ${tool.name}: ${problem}` }], isError: true };
 }
 
+/** The isError result of what a handler threw (not a ProtocolError: that stays a JSON-RPC error), inline, in a pool thread or as a task. */
+export function thrownResult(error: unknown): CallToolResult {
+  return { content: [{ type: 'text', text: errorText(error) }], isError: true };
+}
+
 /** A full CallToolResult (anything with a `content` array), as opposed to a value to wrap. */
 export function isFullResult(output: unknown): output is CallToolResult {
   return output !== null && typeof output === 'object' && !Array.isArray(output) && Array.isArray((output as CallToolResult).content);
