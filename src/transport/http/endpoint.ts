@@ -21,7 +21,7 @@ import { HttpEdge, LegacySessions, kSessionElsewhere } from './legacy.js';
 import { ClientLimits } from './limits.js';
 import { checkModernRequest } from './modern.js';
 import { ParamHeaders } from './param-headers.js';
-import { HttpReply } from './reply.js';
+import { HttpReply, kJson, kRetryLater } from './reply.js';
 import type { ReplyShared } from './reply.js';
 import { kNotReady, isDraining } from './readiness.js';
 import { RetryLater, kDrainingRefusal, kInternal, kSessionRequired, kTooManyInFlight, kUnauthorized } from './refusals.js';
@@ -83,8 +83,6 @@ export interface HttpEndpointOptions {
 type Headers = readonly (readonly [string, string])[];
 type Request = Extract<Classified, { kind: 'request' }>;
 
-const kJson: Headers = [['content-type', 'application/json']];
-const kBusy: Headers = [['retry-after', '1'], ['content-type', 'application/json']];
 const kAllow: Headers = [['allow', 'POST, DELETE']];
 const kAllowPost: Headers = [['allow', 'POST']];
 const kMetricsType: Headers = [['content-type', 'text/plain; version=0.0.4']];
@@ -374,7 +372,7 @@ export class HttpEndpoint {
   /** Answers a refusal: its HTTP status and a JSON-RPC error (Retry-After on 429/503 refusals). */
   #fail(ex: Exchange, id: JsonRpcId | null, error: ProtocolError): undefined {
     if (ex.aborted) return undefined;
-    ex.respond(error.httpStatus, [...(error instanceof RetryLater ? kBusy : kJson), ...this.#headers.extra(ex)], refusalBody(id, error));
+    ex.respond(error.httpStatus, [...(error instanceof RetryLater ? kRetryLater : kJson), ...this.#headers.extra(ex)], refusalBody(id, error));
     return undefined;
   }
 

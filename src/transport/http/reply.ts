@@ -10,8 +10,10 @@ import { kSseHeaders, sseEvent } from './sse.js';
 
 type Headers = readonly (readonly [string, string])[];
 
-const kJson: Headers = [['content-type', 'application/json']];
-const kRetryLater: Headers = [['retry-after', '1'], ['content-type', 'application/json']];
+/** A JSON answer's headers (the endpoint's refusals use them too). */
+export const kJson: Headers = [['content-type', 'application/json']];
+/** A 429 or 503 JSON answer's: when to try again. */
+export const kRetryLater: Headers = [['retry-after', '1'], ['content-type', 'application/json']];
 const kNone: Headers = [];
 
 /** How a reply treats a reader that does not keep up (per connection: one exchange at a time). */
