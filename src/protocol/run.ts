@@ -2,7 +2,7 @@ import { CancelledError } from '../errors.js';
 import type { Registry, TrackHandle } from '../registry/index.js';
 import { requestKilledChannel, requestStopChannel } from '../telemetry/channels.js';
 import { Counter } from '../telemetry/counters.js';
-import type { ServerCounters } from '../telemetry/counters.js';
+import type { ServerCounters, TargetSlots } from '../telemetry/counters.js';
 import type { RequestSpan, ServerTracer } from '../telemetry/tracing/server.js';
 import { ToolContext, kLogLevels } from '../tools/context.js';
 import { requestLogLine } from './request-log.js';
@@ -143,6 +143,7 @@ export class Run implements Running, ContextHost {
   #poolAbort: AbortController | undefined;
   /** This request's server span, when tracing is on. */
   #span: RequestSpan | undefined;
+  #inFlight: TargetSlots | undefined; // its in-flight gauge, entered if the handler went async
 
   constructor(host: RunHost, era: EraRules, id: JsonRpcId, method: string, target: string, info: RequestInfo, reply: Reply, handle: TrackHandle) {
     this.#host = host;
@@ -178,6 +179,7 @@ export class Run implements Running, ContextHost {
     }
     if (out instanceof Promise || out instanceof PendingResult) {
       this.#host.running.add(this); // armed at the end of this turn if still running (`arm`)
+      this.#inFlight = this.#host.counters.histograms.enter(this.method, this.target);
       this.#take(out);
     } else {
       this.#succeed(out as Record<string, unknown>);
@@ -260,7 +262,6 @@ export class Run implements Running, ContextHost {
 
   // ---- the handlers' side ------------------------------------------------------------------
 
-  /** Whether messages can reach the client before the response. */
   /** True once the request was cancelled (one atomic load of its shared row). */
   get cancelled(): boolean {
     return this.#handle.cancelled;
@@ -445,7 +446,7 @@ export class Run implements Running, ContextHost {
     // label, so hostile names cannot multiply the series.
     const target = failure === '' || failure === 'tool_error' ? this.target : '';
     const outcome = status === 'cancelled' || status === 'killed' ? status : failure;
-    host.counters.histograms.observe(this.method, target, outcome, durationMs / 1000);
+    host.counters.histograms.end(this.#inFlight, this.method, target, outcome, durationMs / 1000);
     if (host.requestLog !== undefined) host.requestLog(requestLogLine({ id: this.id, method: this.method, target: this.target, scope: this.info.scope, status, outcome, durationMs, span: this.#span, meta: this.info.meta }));
     if (this.#span !== undefined) host.tracer!.end(this.#span, outcome);
     if (requestStopChannel.hasSubscribers) requestStopChannel.publish({ method: this.method, durationMs, status });

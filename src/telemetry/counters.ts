@@ -1,8 +1,10 @@
 import { Roster } from '../../native-free-shm/index.js';
 import type { RosterDescriptor, RosterMember } from '../../native-free-shm/index.js';
 import type { RegistryCounters } from '../registry/index.js';
-import { OperationHistograms, histogramText } from './histograms.js';
+import { OperationHistograms, histogramText, inFlightText } from './histograms.js';
 import type { HistogramsDescriptor } from './histograms.js';
+
+export type { TargetSlots } from './histograms.js';
 
 /** Server-wide counters, each thread counting into its own padded block of shared memory. */
 export const Counter = {
@@ -137,6 +139,7 @@ export function prometheusText(registry: RegistryCounters, server: ServerCounter
   lines.push('# HELP sluice_thread_requests_total JSON-RPC requests received, per HTTP worker thread block.', '# TYPE sluice_thread_requests_total counter');
   for (const { entry, value } of server.perThread(Counter.Requests)) lines.push(`sluice_thread_requests_total{block="${entry}"} ${value}`);
   metric('sluice_requests_in_flight', 'gauge', 'Requests being served now, across every thread.', registry.inFlight);
+  inFlightText(server.histograms.inFlight(), lines);
   metric('sluice_requests_refused_total', 'counter', 'Requests refused with 503 because the in-flight table was full.', server.sum(Counter.Busy));
   metric('sluice_requests_killed_total', 'counter', 'Cancelled requests whose tool was still running after streamCancelTimeout.', server.sum(Counter.Killed));
   metric('sluice_cancellations_total', 'counter', 'Cancellations recorded.', registry.cancellations);
