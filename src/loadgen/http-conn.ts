@@ -20,10 +20,13 @@ export interface ResponseHead {
   wwwAuthenticate: string | undefined;
 }
 
-/** Receives one exchange's response; exactly one of end() or fail() is called, once. A data() chunk is valid during the call only. */
+/**
+ * Receives one exchange's response; exactly one of end() or fail() is called, once. data(): the
+ * body bytes buf[start, end), valid during the call only (the connection reuses its read buffer).
+ */
 export interface Exchange {
   head(head: ResponseHead): void;
-  data(chunk: Buffer): void;
+  data(buf: Buffer, start: number, end: number): void;
   end(): void;
   fail(kind: 'reset' | 'invalid', message: string): void;
 }
@@ -31,13 +34,26 @@ export interface Exchange {
 /** A response head larger than this is refused (hostile or broken server). */
 const kMaxHead = 64 * 1024;
 
+/** The end of a response head. */
+const kHeadEnd = Buffer.from('\r\n\r\n', 'latin1');
+
+/** A parsed response head: what the connection needs besides what the exchange gets. */
+interface ParsedHead { head: ResponseHead; length: number; chunked: boolean; closeAfter: boolean }
+
+/** Whether a[at, at + b.length) holds b's bytes (short byte ranges: cheaper than a native call). */
+export function sameBytes(a: Buffer, at: number, b: Buffer): boolean {
+  if (at < 0 || at + b.length > a.length) return false;
+  for (let i = 0; i < b.length; i++) if (a[at + i] !== b[i]) return false;
+  return true;
+}
+
 const enum State { Idle, Head, Length, ChunkSize, ChunkData, ChunkEnd, Trailers, UntilClose }
 
 export class HttpConn {
   readonly #url: URL;
   #socket: Socket | undefined;
   #connected = false;
-  #pending: string | undefined;
+  #pending: string | Buffer | undefined;
   #exchange: Exchange | undefined;
   #state = State.Idle;
   #buffer: Buffer | undefined;
@@ -46,6 +62,9 @@ export class HttpConn {
   #noBody = false;
   #lastError: string | undefined;
   #readBuffer: Buffer | undefined;
+  /** The last final (2xx..5xx) response head's bytes, CRLF CRLF included, and what it said: a server repeats its head byte for byte, bar the Date second. */
+  #lastHead: Buffer | undefined;
+  #lastParsed: ParsedHead | undefined;
   bytesIn = 0;
   bytesOut = 0;
 
@@ -58,8 +77,16 @@ export class HttpConn {
     return this.#exchange !== undefined;
   }
 
+  /**
+   * Whether bytes of the last request have not reached the kernel yet (the server answered before
+   * reading them all): a caller that reuses its request Buffer copies it first then.
+   */
+  get writePending(): boolean {
+    return this.#socket !== undefined && this.#socket.writableLength > 0;
+  }
+
   /** Sends one request (`text`: the whole request, head and body) and reports its response to `exchange`. */
-  send(text: string, exchange: Exchange, noBody = false, bytes = Buffer.byteLength(text)): void {
+  send(text: string | Buffer, exchange: Exchange, noBody = false, bytes = typeof text === 'string' ? Buffer.byteLength(text) : text.length): void {
     // `text` is the whole request (`bytes` long in UTF-8); its head is ASCII and its body UTF-8 (JSON).
     if (this.#exchange !== undefined) throw new Error('HttpConn: one exchange at a time');
     this.#exchange = exchange;
@@ -167,13 +194,26 @@ export class HttpConn {
       if (exchange === undefined) return; // bytes after an aborted exchange: dropped
       switch (this.#state) {
         case State.Head: {
-          const end = buf.indexOf('\r\n\r\n', at, 'latin1');
+          // The same bytes as the last head (it ends with the first CRLF CRLF in it): the same head, not parsed again.
+          const last = this.#lastHead;
+          if (last !== undefined && sameBytes(buf, at, last)) {
+            if (!this.#applyHead(this.#lastParsed!)) return;
+            at += last.length;
+            break;
+          }
+          const end = buf.indexOf(kHeadEnd, at);
           if (end === -1) {
             if (buf.length - at > kMaxHead) return this.#invalid('a response head over 64 KiB');
             this.#buffer = Buffer.from(buf.subarray(at));
             return;
           }
-          if (!this.#parseHead(buf.toString('latin1', at, end))) return;
+          const parsed = this.#parseHead(buf.toString('latin1', at, end));
+          if (parsed === undefined) return;
+          if (parsed.head.status >= 200) {
+            this.#lastHead = Buffer.from(buf.subarray(at, end + 4));
+            this.#lastParsed = parsed;
+          }
+          if (!this.#applyHead(parsed)) return;
           at = end + 4;
           break;
         }
@@ -181,7 +221,7 @@ export class HttpConn {
           if (this.#remaining === 0) return this.#finish(at < buf.length);
           const take = Math.min(this.#remaining, buf.length - at);
           if (take === 0) return;
-          exchange.data(buf.subarray(at, at + take));
+          exchange.data(buf, at, at + take);
           at += take;
           this.#remaining -= take;
           break;
@@ -202,7 +242,7 @@ export class HttpConn {
         }
         case State.ChunkData: {
           const take = Math.min(this.#remaining, buf.length - at);
-          exchange.data(buf.subarray(at, at + take));
+          exchange.data(buf, at, at + take);
           at += take;
           this.#remaining -= take;
           if (this.#remaining === 0) this.#state = State.ChunkEnd;
@@ -227,7 +267,7 @@ export class HttpConn {
           return this.#finish(at < buf.length);
         }
         case State.UntilClose: {
-          exchange.data(buf.subarray(at));
+          exchange.data(buf, at, buf.length);
           return;
         }
         default:
@@ -236,21 +276,19 @@ export class HttpConn {
     }
   }
 
-  /** Reads the status line and headers; sets the body state. False when the head was refused. */
-  #parseHead(text: string): boolean {
-    const exchange = this.#exchange!;
+  /** Reads the status line and headers. Undefined when the head was refused (the exchange has failed). */
+  #parseHead(text: string): ParsedHead | undefined {
     if (!text.startsWith('HTTP/1.')) {
       this.#invalid('an answer that is not HTTP/1.x');
-      return false;
+      return undefined;
     }
     const status = Number(text.slice(9, 12));
     if (!Number.isInteger(status) || status < 100) {
       this.#invalid('a malformed status line');
-      return false;
+      return undefined;
     }
-    let length = -1;
-    let chunked = false;
-    const head: ResponseHead = { status, contentType: '', sessionId: undefined, wwwAuthenticate: undefined };
+    const parsed: ParsedHead = { head: { status, contentType: '', sessionId: undefined, wwwAuthenticate: undefined }, length: -1, chunked: false, closeAfter: false };
+    const head = parsed.head;
     let lineStart = text.indexOf('\r\n');
     while (lineStart !== -1) {
       const next = text.indexOf('\r\n', lineStart + 2);
@@ -265,15 +303,24 @@ export class HttpConn {
       const name = line.slice(0, colon).toLowerCase();
       const value = line.slice(colon + 1).trim();
       switch (name) {
-        case 'content-length': length = /^\d{1,15}$/.test(value) ? Number(value) : Number.NaN; break;
-        case 'transfer-encoding': chunked = value.toLowerCase().includes('chunked'); break;
+        case 'content-length': parsed.length = /^\d{1,15}$/.test(value) ? Number(value) : Number.NaN; break;
+        case 'transfer-encoding': parsed.chunked = value.toLowerCase().includes('chunked'); break;
         case 'content-type': head.contentType = value.toLowerCase(); break;
         case 'mcp-session-id': head.sessionId = value; break;
         case 'www-authenticate': head.wwwAuthenticate = head.wwwAuthenticate === undefined ? value : `${head.wwwAuthenticate}, ${value}`; break;
-        case 'connection': if (value.toLowerCase() === 'close') this.#closeAfter = true; break;
+        case 'connection': if (value.toLowerCase() === 'close') parsed.closeAfter = true; break;
         default: break;
       }
     }
+    return parsed;
+  }
+
+  /** Acts on a parsed head: hands it to the exchange and sets the body state. False when the exchange is over. */
+  #applyHead(parsed: ParsedHead): boolean {
+    const exchange = this.#exchange!;
+    const { head, length, chunked } = parsed;
+    const status = head.status;
+    if (parsed.closeAfter) this.#closeAfter = true;
     if (status < 200) { // 100 Continue and friends: another head follows
       this.#state = State.Head;
       return true;

@@ -7,6 +7,7 @@
 import { StringDecoder } from 'node:string_decoder';
 import { bearerChallenge } from '../client/www-authenticate.js';
 import { kLegacyVersions } from '../protocol/wire.js';
+import { AnswerTemplate } from './answer-template.js';
 import { HttpConn } from './http-conn.js';
 import type { Exchange, ResponseHead } from './http-conn.js';
 import type { Negotiated } from './options.js';
@@ -65,13 +66,18 @@ class Answer implements Exchange {
   answeredAt = 0;
   progress = 0;
   failure: Outcome | undefined;
+  /** What the answer amounts to, once classified (by parsing it, or by the template). */
+  #classified: Outcome | undefined;
+  /** The load answers' template (setup answers have none). */
+  template: AnswerTemplate | undefined;
   onEnd: () => void = () => {};
 
   reset(id: number | string, onEnd: () => void): this {
     this.id = id;
     this.head_ = undefined;
-    this.#chunks = [];
+    if (this.#chunks.length > 0) this.#chunks = [];
     this.#size = 0;
+    this.#classified = undefined;
     this.#sse = undefined;
     this.#decoder = undefined;
     this.message = undefined;
@@ -90,14 +96,26 @@ class Answer implements Exchange {
     }
   }
 
-  data(chunk: Buffer): void {
+  data(buf: Buffer, start: number, end: number): void {
     if (this.#sse !== undefined) {
-      for (const data of this.#sse.push(this.#decoder!.write(chunk))) this.#event(data);
+      for (const data of this.#sse.push(this.#decoder!.write(buf.subarray(start, end)))) this.#event(data);
       if (this.#sse.pending > kMaxBody) this.failure ??= { kind: 'invalid', detail: 'an SSE event over 16 MiB' };
       return;
     }
-    this.#size += chunk.length;
-    if (this.#size <= kMaxBody) this.#chunks.push(Buffer.from(chunk)); // a copy: the connection reuses its read buffer
+    if (this.#size === 0 && this.template !== undefined && typeof this.id === 'number') {
+      // The learnt bytes with this id: classified already, nothing kept (unless more of the body follows).
+      this.#classified = this.template.match(buf, start, end, this.id);
+      if (this.#classified !== undefined) {
+        this.#size = end - start;
+        return;
+      }
+    } else if (this.#classified !== undefined) {
+      // The body went on past the bytes that matched: it is read (and parsed) as any other.
+      this.#classified = undefined;
+      this.#chunks.push(this.template!.bytes(this.id as number));
+    }
+    this.#size += end - start;
+    if (this.#size <= kMaxBody) this.#chunks.push(Buffer.from(buf.subarray(start, end))); // a copy: the connection reuses its read buffer
   }
 
   #event(data: string): void {
@@ -117,11 +135,14 @@ class Answer implements Exchange {
     if (this.#sse === undefined && this.head_ !== undefined) {
       this.answeredAt = performance.now();
       if (this.#size > kMaxBody) this.failure = { kind: 'invalid', detail: 'a body over 16 MiB' };
-      else if (this.#size > 0) {
+      else if (this.#size > 0 && this.#classified === undefined) {
         const text = this.#chunks.length === 1 ? this.#chunks[0]!.toString('utf8') : Buffer.concat(this.#chunks).toString('utf8');
         const message = parseMessage(text);
-        if (message !== undefined && answers(message, this.id)) this.message = message;
-        else if (this.head_.status >= 200 && this.head_.status < 300) this.failure = { kind: 'invalid', detail: `HTTP ${this.head_.status} with a body that is not the answer (${JSON.stringify(text.slice(0, 60))})` };
+        if (message !== undefined && answers(message, this.id)) {
+          this.message = message;
+          this.#classified = classify(message);
+          if (this.template !== undefined && typeof this.id === 'number') this.template.learn(text, this.id, this.#classified);
+        } else if (this.head_.status >= 200 && this.head_.status < 300) this.failure = { kind: 'invalid', detail: `HTTP ${this.head_.status} with a body that is not the answer (${JSON.stringify(text.slice(0, 60))})` };
       }
     }
     this.onEnd();
@@ -138,6 +159,7 @@ class Answer implements Exchange {
     if (this.failure !== undefined) return this.failure;
     const head = this.head_!;
     // A JSON-RPC error carried by a 4xx (e.g. 400 with -32602) counts by its code, as a client reads it.
+    if (this.#classified !== undefined) return this.#classified;
     if (this.message !== undefined) return classify(this.message);
     if (head.status < 200 || head.status >= 300) return { kind: 'http', code: head.status, detail: statusMessage(head) };
     return { kind: 'no-answer', detail: `HTTP ${head.status} without the answer${this.#sse === undefined ? '' : ' (the stream ended first)'}` };
@@ -156,6 +178,10 @@ export class HttpTarget implements Target {
   #bodyPrefix = '';
   #bodySuffix = '';
   #bodyBytes = 0;
+  /** The load request's bytes, reused: only the id's digits change (rebuilt when their count does). */
+  #request: Buffer | undefined;
+  #idAt = 0;
+  #idDigits = 0;
   readonly #answer = new Answer();
   #done: CallDone | undefined;
   onStep?: (step: Step, ms: number) => void;
@@ -170,6 +196,7 @@ export class HttpTarget implements Target {
     this.#bodyPrefix = body.slice(0, at);
     this.#bodySuffix = body.slice(at + 1);
     this.#bodyBytes = Buffer.byteLength(this.#bodyPrefix) + Buffer.byteLength(this.#bodySuffix);
+    this.#answer.template = new AnswerTemplate();
   }
 
   get bytesIn(): number { return this.#conn.bytesIn + (this.#side?.bytesIn ?? 0); }
@@ -186,6 +213,7 @@ export class HttpTarget implements Target {
     const headers = mcpHeaders(o.method, o.params, { era: o.negotiated.era, version: this.#version });
     if (this.#session !== undefined) headers['mcp-session-id'] = this.#session;
     this.#callHead = headPrefix(o.url, o.headers) + headerLines(headers);
+    this.#request = undefined;
   }
 
   /** Legacy: initialize and notifications/initialized on `conn`; the session id is kept. */
@@ -237,10 +265,19 @@ export class HttpTarget implements Target {
   }
 
   #send(id: number): void {
-    const body = this.#bodyPrefix + id + this.#bodySuffix;
-    const length = this.#bodyBytes + String(id).length; // the id is ASCII digits
-    const head = `${this.#callHead}content-length: ${length}\r\n\r\n`;
-    this.#conn.send(head + body, this.#answer.reset(id, this.#ended), false, head.length + length);
+    let digits = 1;
+    for (let v = id; v >= 10; v = Math.floor(v / 10)) digits++;
+    let request = this.#request;
+    if (request === undefined || digits !== this.#idDigits) {
+      const head = `${this.#callHead}content-length: ${this.#bodyBytes + digits}\r\n\r\n${this.#bodyPrefix}`;
+      this.#idAt = Buffer.byteLength(head);
+      this.#idDigits = digits;
+      request = this.#request = Buffer.from(`${head}${'0'.repeat(digits)}${this.#bodySuffix}`, 'utf8');
+    } else if (this.#conn.writePending) {
+      request = this.#request = Buffer.from(request); // the last request's bytes are still queued: they are not overwritten
+    }
+    for (let i = this.#idAt + digits - 1, v = id; i >= this.#idAt; i--, v = Math.floor(v / 10)) request[i] = 48 + (v % 10);
+    this.#conn.send(request, this.#answer.reset(id, this.#ended), false, request.length);
   }
 
   readonly #ended = (): void => {
