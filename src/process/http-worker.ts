@@ -18,7 +18,7 @@ import { TaskStoreClient } from '../tasks/stores/port-store.js';
 import { cancellationCleanupChannel, requestCancelledChannel, requestKilledChannel, requestStopChannel } from '../telemetry/channels.js';
 import { Counter } from '../telemetry/counters.js';
 import type { ServerCounters } from '../telemetry/counters.js';
-import { threadEntry } from './thread-entry.js';
+import { refuseProcessExit, threadEntry } from './thread-entry.js';
 import type { FromHttpWorker, HttpWorkerData, ToHttpWorker } from './worker-messages.js';
 
 /** Longest wait for the pool to close on the crash path. */
@@ -26,26 +26,13 @@ const kCrashPoolCloseMs = 2_000;
 
 const kForwarded = [requestCancelledChannel.name, cancellationCleanupChannel.name, requestKilledChannel.name].map(String);
 
-/**
- * A tool calling process.exit() would end this thread with its uWS sockets open, which aborts the
- * whole process. Refuse it: the call throws (the tool fails as a normal tool error) and the worker
- * serves on. Returns the original, for this worker's own crash path.
- */
-function refuseProcessExit(): (code?: number) => never {
-  const original = process.exit.bind(process) as (code?: number) => never;
-  process.exit = ((): never => {
-    throw new SluiceError('process_exit_refused', 'tools must not call process.exit() in an HTTP worker');
-  }) as typeof process.exit;
-  return original;
-}
-
 /** Entry of an HTTP worker thread (entries/http-worker.ts calls it). */
 export async function runHttpWorker(): Promise<void> {
   const port = parentPort;
   if (port === null) throw new Error('runHttpWorker must run in a worker thread');
   const data = workerData as HttpWorkerData;
   const send = (message: FromHttpWorker) => port.postMessage(message);
-  const exit = refuseProcessExit();
+  const exit = refuseProcessExit('an HTTP worker');
   // diagnostics_channel is per thread: forward what a supervisor-side subscriber should see.
   const forwarded = data.options.forwardRequestStop ? [...kForwarded, String(requestStopChannel.name)] : kForwarded;
   for (const channel of forwarded) subscribe(channel, (message) => send({ type: 'event', channel, message }));

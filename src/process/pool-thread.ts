@@ -1,7 +1,6 @@
 import { parentPort, threadId } from 'node:worker_threads';
 import { attachRegistry } from '../registry/index.js';
 import type { Registry } from '../registry/index.js';
-import { SluiceError } from '../errors.js';
 import { ToolContext } from '../tools/context.js';
 import { importToolsModule } from '../catalog/catalog.js';
 import { Refusal, checkArguments, errorText, thrownResult, toToolResult, toolFailure } from '../tools/define.js';
@@ -11,6 +10,7 @@ import type { PoolOutcome, PoolTask, PoolThreadData, PoolThreadMessage } from '.
 import { ProtocolError } from '../errors.js';
 import type { ProtocolErrorWire } from '../errors.js';
 import { importTracingModule } from '../telemetry/tracing/otel.js';
+import { refuseProcessExit } from './thread-entry.js';
 import { ToolSpans } from '../telemetry/tracing/tool-spans.js';
 
 let registry: Registry | undefined;
@@ -32,7 +32,9 @@ const announce = (state: PoolThreadMessage['state']) => {
  */
 export async function startPoolThread(data: PoolThreadData): Promise<void> {
   announce('starting');
-  refuseProcessExit();
+  // A pool tool's process.exit() would end this thread mid-task (piscina then fails the task with
+  // a bare "worker exited" and starts a replacement): it throws instead.
+  refuseProcessExit('a pool thread');
   try {
     registry ??= attachRegistry(data.registry);
   } catch {
@@ -52,17 +54,6 @@ export async function startPoolThread(data: PoolThreadData): Promise<void> {
 /** This thread's tools by name; the module is imported once, by `startPoolThread`. */
 function loadTools(data: PoolThreadData): Promise<Map<string, Tool>> {
   return tools ??= importToolsModule(data.toolsModule).then(({ catalog }) => new Map(catalog.tools.map((t) => [t.name, t])));
-}
-
-/**
- * A pool tool calling process.exit() would end its thread mid-task (piscina then fails the task
- * with a bare "worker exited" and starts a replacement): refuse it, so the call fails as a normal
- * tool error with a clear message and the thread lives on.
- */
-function refuseProcessExit(): void {
-  process.exit = ((): never => {
-    throw new SluiceError('process_exit_refused', 'tools must not call process.exit() in a pool thread');
-  }) as typeof process.exit;
 }
 
 /** Inside a pool thread: adopt the request's row and run the handler (in its span, when traced). */
