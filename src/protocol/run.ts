@@ -14,10 +14,7 @@ import { refusalBody } from './refusals.js';
 import { ErrorCode, ProtocolError, errorBody, notificationBody, resultBody } from './wire.js';
 import type { JsonRpcId } from './wire.js';
 
-/**
- * A method's handler: a result, a promise of one, a `PendingResult`, or a throw (ProtocolError: a
- * JSON-RPC error).
- */
+/** A method's handler: a result, a promise of one, a `PendingResult`, or a throw (ProtocolError: a JSON-RPC error). */
 export type Handler = (run: Run, params: Record<string, unknown> | undefined) => unknown;
 
 /**
@@ -36,10 +33,7 @@ export abstract class PendingResult {
 /** One entry of an era's method table. */
 export interface Method {
   readonly handler: Handler;
-  /**
-   * The params field naming what the request is about (a tool, prompt or resource URI): the run's
-   * `target`, which requestState is sealed to and failure logs name.
-   */
+  /** The params field naming what the request is about (tool, prompt, resource URI): the run's `target`. */
   readonly names?: 'name' | 'uri' | undefined;
 }
 
@@ -354,7 +348,7 @@ export class Run implements Running, ContextHost {
     this.#release(this.#handle.cancelled ? 'cancelled' : 'ok');
   }
 
-  /** The era allows it and there is a stream: a way for the handler to ask the client something. */
+  /** The tool saw its cancel (its flag read, or its signal's abort delivered): an event on the span. */
   cancelObserved(): void {
     this.spanEvent('mcp.cancel.observed', {});
   }
@@ -369,6 +363,7 @@ export class Run implements Running, ContextHost {
     if (this.#span !== undefined) this.#host.tracer!.event(this.#span, name, attributes);
   }
 
+  /** The era allows it and there is a stream: a way for the handler to ask the client something. */
   requester(): ClientRequester | undefined {
     if (!this.era.clientRequests || !this.#reply.canStream) return undefined;
     return (method, params) => {

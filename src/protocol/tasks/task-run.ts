@@ -84,9 +84,8 @@ export class TaskRun {
   /** The store knows the task (created); before that, changes are not sent. */
   #created = false;
   #released = false;
-  /** The task's span (tracing on only), a child of the creating request's, ended when the row goes. */
+  /** The task's span (tracing on only; a child of the creating request's) and the last status it noted. */
   #span: RequestSpan | undefined;
-  /** The last status an event was noted for (its span notes each change once). */
   #status: TaskRecord['status'] = 'working';
   /** Progress waiting for the previous progress write to finish (only the newest is kept). */
   #progress: TaskProgress | undefined;
@@ -439,12 +438,9 @@ export class TaskRun {
 }
 
 /** Backoff of a held store write: 100 ms doubling to 2 s (the link reconnects within its 2 s cap). */
-const kFirstRetryMs = 100;
-const kMaxRetryMs = 2_000;
+const kFirstRetryMs = 100, kMaxRetryMs = 2_000;
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms).unref());
-}
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms).unref());
 
 /** A pool task's outcome: its result, or the ProtocolError it threw (rebuilt from plain data). */
 function poolOutput(outcome: PoolOutcome): ToolOutput {
