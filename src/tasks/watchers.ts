@@ -15,3 +15,25 @@ export function tellAll(listeners: ReadonlySet<TaskListener>, task: TaskRecord |
     }
   }
 }
+
+/**
+ * Adds `listener` to `taskId`'s set in `watchers` and returns its unwatch, for a store's `watch`:
+ * a wrapper per call, so the same function watched twice is told twice and unwatched once each.
+ * `first` runs when the id gets its first listener, `last` when its last one is unwatched (a
+ * store that subscribes elsewhere per id does it there).
+ */
+export function addWatcher(watchers: Map<string, Set<TaskListener>>, taskId: string, listener: TaskListener, first?: () => void, last?: () => void): () => void {
+  let listeners = watchers.get(taskId);
+  if (listeners === undefined) {
+    watchers.set(taskId, listeners = new Set());
+    first?.();
+  }
+  const own: TaskListener = (task) => listener(task);
+  listeners.add(own);
+  return () => {
+    const set = watchers.get(taskId);
+    if (set === undefined || !set.delete(own) || set.size > 0) return;
+    watchers.delete(taskId);
+    last?.();
+  };
+}

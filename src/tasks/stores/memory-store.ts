@@ -16,7 +16,7 @@ import {
   failedDraft, kExpiredReason, newRecord, payloadBytes, refusalError, stamp,
 } from '../transitions.js';
 import type { ByteHoldings, CreateRefusal, Draft, Transition } from '../transitions.js';
-import { tellAll } from '../watchers.js';
+import { addWatcher, tellAll } from '../watchers.js';
 import type { TaskListener } from '../watchers.js';
 
 export interface MemoryTaskStoreOptions {
@@ -162,17 +162,7 @@ export class MemoryTaskStore implements TaskStore {
   }
 
   watch(taskId: string, listener: (task: TaskRecord | undefined) => void): () => void {
-    let listeners = this.#watchers.get(taskId);
-    if (listeners === undefined) this.#watchers.set(taskId, listeners = new Set());
-    // A wrapper per call, so the same function watched twice is told twice and unwatched once each.
-    const own: TaskListener = (task) => listener(task);
-    listeners.add(own);
-    return () => {
-      const set = this.#watchers.get(taskId);
-      if (set === undefined) return;
-      set.delete(own);
-      if (set.size === 0) this.#watchers.delete(taskId);
-    };
+    return addWatcher(this.#watchers, taskId, listener);
   }
 
   async runnerLost(runner: string, reason: string): Promise<number> {

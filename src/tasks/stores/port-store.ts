@@ -18,7 +18,7 @@ import { SluiceError, kSluiceErrorCodes } from '../../errors.js';
 import type { SluiceErrorCode } from '../../errors.js';
 import type { TaskStore } from '../store.js';
 import type { NewTask, TaskChange, TaskPage, TaskRecord } from '../task.js';
-import { tellAll } from '../watchers.js';
+import { addWatcher, tellAll } from '../watchers.js';
 import type { TaskListener } from '../watchers.js';
 import { valueProblem } from '../../ports/value-bounds.js';
 import { PortClient } from '../../ports/client.js';
@@ -223,19 +223,8 @@ export class TaskStoreClient implements TaskStore {
   }
 
   watch(taskId: string, listener: (task: TaskRecord | undefined) => void): () => void {
-    let listeners = this.#watchers.get(taskId);
-    if (listeners === undefined) {
-      this.#watchers.set(taskId, listeners = new Set());
-      this.#client.post({ op: 'watch', taskId });
-    }
-    const own: TaskListener = (task) => listener(task);
-    listeners.add(own);
-    return () => {
-      const set = this.#watchers.get(taskId);
-      if (set === undefined || !set.delete(own) || set.size > 0) return;
-      this.#watchers.delete(taskId);
-      this.#client.post({ op: 'unwatch', taskId });
-    };
+    // The host is asked once per id, however many listeners this thread has.
+    return addWatcher(this.#watchers, taskId, listener, () => this.#client.post({ op: 'watch', taskId }), () => this.#client.post({ op: 'unwatch', taskId }));
   }
 
   /** Closes this end of the port: pending calls reject with `transport_closed`. The host's store stays open. */
