@@ -101,6 +101,8 @@ export interface Reply {
    * cancel or a kill, and also after `busy` (then nothing was tracked).
    */
   released?(): void;
+  /** The carrier's own W3C trace context (HTTP: the traceparent/tracestate headers), read only when the request is traced. */
+  traceHeaders?(): CarriedTrace | undefined;
 }
 
 /** What a message sent before the response is, for a transport that must shed load for a slow reader. */

@@ -159,7 +159,7 @@ export class Run implements Running, ContextHost {
 
   /** Opens the request's server span (tracing on only), before `start`. */
   trace(tracer: ServerTracer, names: Method['names'], params: Record<string, unknown> | undefined): void {
-    this.#span = tracer.start(this.method, this.target, names, this.id as string | number, params, this.info.version, this.info.scope);
+    this.#span = tracer.start(this.method, this.target, names, this.id as string | number, params, this.info.version, this.info.scope, this.#reply.traceHeaders?.());
   }
 
   start(handler: Handler, params: Record<string, unknown> | undefined): void {

@@ -17,7 +17,7 @@ const kServer = 1; // SpanKind.SERVER
 
 interface SpanLine {
   name: string; kind: number; traceId: string; spanId: string; parentSpanId?: string; traceState?: string;
-  attributes: Record<string, unknown>; events: { name: string; attributes: Record<string, unknown> }[]; status: number; thread: number;
+  attributes: Record<string, unknown>; events: { name: string; attributes: Record<string, unknown> }[]; links: { traceId: string; spanId: string }[]; status: number; thread: number;
 }
 
 const spansFile = recordPath();
@@ -77,6 +77,24 @@ describe('server spans', () => {
     const missing = await spanWhere('the unknown tool span', (s) => s.name === 'tools/call missing');
     expect(missing.attributes['error.type']).toBe('-32602');
     expect(missing.attributes['rpc.response.status_code']).toBe('-32602');
+  });
+
+  it('the HTTP traceparent header: linked when _meta has the parent, the parent when it has none', async () => {
+    const { url } = running.address;
+    const session = await initialize(url);
+    const headers = { 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' };
+    const metaTrace = hex(32, '2');
+    const httpTrace = hex(32, '6');
+    await post(url, { jsonrpc: '2.0', id: 'h1', method: 'tools/call', params: { name: 'nap', arguments: { ms: 1 }, _meta: { traceparent: `00-${metaTrace}-${hex(16, '3')}-01` } } }, { ...headers, traceparent: `00-${httpTrace}-${hex(16, '7')}-01` });
+    const both = await spanWhere('the span with both contexts', (s) => s.traceId === metaTrace);
+    expect(both.parentSpanId).toBe(hex(16, '3'));
+    expect(both.links).toEqual([{ traceId: httpTrace, spanId: hex(16, '7') }]);
+    const onlyHeader = hex(32, '8');
+    await post(url, { jsonrpc: '2.0', id: 'h2', method: 'tools/call', params: { name: 'nap', arguments: { ms: 1 } } }, { ...headers, traceparent: `00-${onlyHeader}-${hex(16, '9')}-01`, tracestate: 'vendor=h' });
+    const header = await spanWhere('the span with only the header', (s) => s.traceId === onlyHeader);
+    expect(header.parentSpanId).toBe(hex(16, '9'));
+    expect(header.traceState).toBe('vendor=h');
+    expect(header.links).toEqual([]);
   });
 
   it('a span a tool makes is a child of the server span (same thread, same trace)', async () => {

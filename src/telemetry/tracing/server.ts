@@ -8,7 +8,7 @@
 import { threadId } from 'node:worker_threads';
 import type * as Api from '@opentelemetry/api';
 import { activeTracer, loadOtelApi, metaContext } from './otel.js';
-import type { OtelApi } from './otel.js';
+import type { CarriedTrace, OtelApi } from './otel.js';
 
 /** A request's span (the API's type, kept opaque to callers). */
 export type RequestSpan = Api.Span;
@@ -42,10 +42,11 @@ export class ServerTracer {
   }
 
   /**
-   * A SERVER span `{mcp.method.name} {target}`, its parent the `traceparent` in `params._meta`
-   * (else none: a new trace).
+   * A SERVER span `{mcp.method.name} {target}`, its parent the `traceparent` in `params._meta`; the
+   * carrier's context (`headers`: HTTP's traceparent header) is linked, or is the parent when
+   * `_meta` has none (else a new trace).
    */
-  start(method: string, target: string, names: 'name' | 'uri' | undefined, id: string | number, params: Record<string, unknown> | undefined, version: string, scope: string): RequestSpan {
+  start(method: string, target: string, names: 'name' | 'uri' | undefined, id: string | number, params: Record<string, unknown> | undefined, version: string, scope: string, headers?: CarriedTrace): RequestSpan {
     const api = this.#api;
     const attributes: Api.Attributes = {
       'mcp.method.name': method,
@@ -65,8 +66,13 @@ export class ServerTracer {
         attributes['mcp.resource.uri'] = target;
       }
     }
-    const parent = metaContext(api, params?._meta as Record<string, unknown> | undefined) ?? api.ROOT_CONTEXT;
-    return this.#tracer.startSpan(target === '' ? method : `${method} ${target}`, { kind: api.SpanKind.SERVER, attributes }, parent);
+    const meta = metaContext(api, params?._meta as Record<string, unknown> | undefined);
+    const carrier = headers === undefined ? undefined : metaContext(api, headers as unknown as Record<string, unknown>);
+    const name = target === '' ? method : `${method} ${target}`;
+    if (meta === undefined || carrier === undefined) return this.#tracer.startSpan(name, { kind: api.SpanKind.SERVER, attributes }, meta ?? carrier ?? api.ROOT_CONTEXT);
+    const linked = api.trace.getSpanContext(carrier)!;
+    const links = linked.spanId === api.trace.getSpanContext(meta)!.spanId ? undefined : [{ context: linked }];
+    return this.#tracer.startSpan(name, { kind: api.SpanKind.SERVER, attributes, links }, meta);
   }
 
   /** Runs `fn` with `span` as the active span, so spans a tool makes are its children. */

@@ -108,7 +108,7 @@ export const kAdapterRefusal = {
 /** Headers every adapter copies up front (uWS only allows reading them synchronously). */
 export const kRequestHeaders = [
   'access-control-request-headers', 'access-control-request-method', 'accept', 'authorization', 'content-length', 'content-type', 'cookie', 'host', 'last-event-id', 'mcp-method',
-  'mcp-name', 'mcp-protocol-version', 'mcp-session-id', 'origin', 'x-forwarded-for',
+  'mcp-name', 'mcp-protocol-version', 'mcp-session-id', 'origin', 'traceparent', 'tracestate', 'x-forwarded-for',
 ] as const;
 
 const kWanted: ReadonlySet<string> = new Set(kRequestHeaders);
@@ -134,7 +134,8 @@ export function knownHeader(name: string): string | undefined {
     case 4: return name === 'host' ? 'host' : undefined;
     case 6: return name === 'accept' ? 'accept' : name === 'origin' ? 'origin' : name === 'cookie' ? 'cookie' : undefined;
     case 8: return name === 'mcp-name' ? 'mcp-name' : undefined;
-    case 10: return name === 'mcp-method' ? 'mcp-method' : undefined;
+    case 10: return name === 'mcp-method' ? 'mcp-method' : name === 'tracestate' ? 'tracestate' : undefined;
+    case 11: return name === 'traceparent' ? 'traceparent' : undefined;
     case 12: return name === 'content-type' ? 'content-type' : undefined;
     case 13: return name === 'authorization' ? 'authorization' : name === 'last-event-id' ? 'last-event-id' : undefined;
     case 14: return name === 'content-length' ? 'content-length' : name === 'mcp-session-id' ? 'mcp-session-id' : undefined;

@@ -3,6 +3,7 @@ import { kBusy, refusalBody } from '../../protocol/refusals.js';
 import { notificationBody } from '../../protocol/wire.js';
 import type { JsonRpcId } from '../../protocol/wire.js';
 import type { SessionStore } from '../../sessions/store.js';
+import type { CarriedTrace } from '../../telemetry/tracing/otel.js';
 import { Counter } from '../../telemetry/counters.js';
 import type { ServerCounters } from '../../telemetry/counters.js';
 import type { Exchange } from './exchange.js';
@@ -78,6 +79,11 @@ export class HttpReply implements Reply {
     this.#session = session;
     this.#client = client;
     this.#cancelOnGone = cancelOnGone;
+  }
+
+  traceHeaders(): CarriedTrace | undefined {
+    const traceparent = this.#ex.header('traceparent');
+    return traceparent === undefined ? undefined : { traceparent, tracestate: this.#ex.header('tracestate') };
   }
 
   /**
