@@ -194,27 +194,9 @@ export class HttpConn {
       if (exchange === undefined) return; // bytes after an aborted exchange: dropped
       switch (this.#state) {
         case State.Head: {
-          // The same bytes as the last head (it ends with the first CRLF CRLF in it): the same head, not parsed again.
-          const last = this.#lastHead;
-          if (last !== undefined && sameBytes(buf, at, last)) {
-            if (!this.#applyHead(this.#lastParsed!)) return;
-            at += last.length;
-            break;
-          }
-          const end = buf.indexOf(kHeadEnd, at);
-          if (end === -1) {
-            if (buf.length - at > kMaxHead) return this.#invalid('a response head over 64 KiB');
-            this.#buffer = Buffer.from(buf.subarray(at));
-            return;
-          }
-          const parsed = this.#parseHead(buf.toString('latin1', at, end));
-          if (parsed === undefined) return;
-          if (parsed.head.status >= 200) {
-            this.#lastHead = Buffer.from(buf.subarray(at, end + 4));
-            this.#lastParsed = parsed;
-          }
-          if (!this.#applyHead(parsed)) return;
-          at = end + 4;
+          const next = this.#readHead(buf, at);
+          if (next === -1) return;
+          at = next;
           break;
         }
         case State.Length: {
@@ -274,6 +256,26 @@ export class HttpConn {
           return this.#invalid('bytes the client did not ask for');
       }
     }
+  }
+
+  /** A response head at buf[at…]: where its body starts, or -1 when the head is not whole yet (kept) or the exchange is over. */
+  #readHead(buf: Buffer, at: number): number {
+    // The same bytes as the last head (it ends with the first CRLF CRLF in it): the same head, not parsed again.
+    const last = this.#lastHead;
+    if (last !== undefined && sameBytes(buf, at, last)) return this.#applyHead(this.#lastParsed!) ? at + last.length : -1;
+    const end = buf.indexOf(kHeadEnd, at);
+    if (end === -1) {
+      if (buf.length - at > kMaxHead) this.#invalid('a response head over 64 KiB');
+      else this.#buffer = Buffer.from(buf.subarray(at));
+      return -1;
+    }
+    const parsed = this.#parseHead(buf.toString('latin1', at, end));
+    if (parsed === undefined) return -1;
+    if (parsed.head.status >= 200) {
+      this.#lastHead = Buffer.from(buf.subarray(at, end + 4));
+      this.#lastParsed = parsed;
+    }
+    return this.#applyHead(parsed) ? end + 4 : -1;
   }
 
   /** Reads the status line and headers. Undefined when the head was refused (the exchange has failed). */
