@@ -100,7 +100,7 @@ async function supervisorLinks(data: HttpWorkerData, closer: CloseList, onProble
 function onSupervisorMessage(message: ToHttpWorker, stack: HttpStack, closer: CloseList, closed: () => void): void {
   switch (message.type) {
     case 'response':
-      stack.engine.handleRelayedResponse(message.response, message.scope);
+      stack.engine.handleRelayedResponse(message.response, message.scope, message.via);
       return;
     case 'listChanged':
       stack.engine.listChanged(message.kind, true);

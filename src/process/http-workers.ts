@@ -89,11 +89,11 @@ export class HttpWorkers {
     for (const worker of this.#workers.keys()) if (worker !== except) post(worker, { type: 'listChanged', kind });
   }
 
-  /** Hands a client's answer (as text) to worker `thread`; false when no such worker runs. */
-  deliver(thread: number, response: string, scope: string): boolean {
+  /** Hands a client's answer (as text) to worker `thread`; false when no such worker runs. `via`: who received it. */
+  deliver(thread: number, response: string, scope: string, via: string): boolean {
     for (const [worker, id] of this.#workers) {
       if (id !== thread) continue;
-      post(worker, { type: 'response', response, scope });
+      post(worker, { type: 'response', response, scope, via });
       return true;
     }
     return false;
@@ -215,7 +215,7 @@ export class HttpWorkers {
         // node's goes over the bus (a node not in cluster mode never names one).
         if (typeof message.response !== 'string') break;
         if (message.node !== undefined) this.#services.cluster?.answer(message.node, message.target, message.response, message.scope);
-        else this.deliver(message.target, message.response, message.scope);
+        else this.deliver(message.target, message.response, message.scope, `thread ${this.#workers.get(worker) ?? '?'}`);
         break;
       case 'cancel':
         this.#services.cluster?.cancel(message.requestId, message.reason, message.scope, message.trace);

@@ -189,12 +189,12 @@ class SluiceServer implements Server {
   /** Where cluster mode delivers what other nodes send to this one. */
   #clusterHooks(): ClusterHooks {
     return {
-      deliverAnswer: (thread, text, scope) => {
+      deliverAnswer: (thread, text, scope, via) => {
         if (this.#stack !== undefined && thread === mainThreadId) {
-          this.#stack.engine.handleRelayedResponse(text, scope);
+          this.#stack.engine.handleRelayedResponse(text, scope, via);
           return true;
         }
-        return this.#workers?.deliver(thread, text, scope) ?? false;
+        return this.#workers?.deliver(thread, text, scope, via) ?? false;
       },
       listChanged: (kind) => this.#listChangedHere(kind),
       sessionRevalidateMs: this.#sessionRevalidateMs,

@@ -33,7 +33,7 @@ export type ToHttpWorker =
   /** Graceful stop: `graceMs` for running requests, then cancel; the worker answers `closed`. */
   | { readonly type: 'close'; readonly graceMs: number }
   /** A client's answer to a request this worker's tool sent (it arrived at another worker). */
-  | { readonly type: 'response'; readonly response: string; readonly scope: string }
+  | { readonly type: 'response'; readonly response: string; readonly scope: string; readonly via?: string | undefined }
   /** A list changed (on another thread or node, or through Server.notifyListChanged). */
   | { readonly type: 'listChanged'; readonly kind: ListKind }
   /**

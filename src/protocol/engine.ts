@@ -172,9 +172,9 @@ export class Engine {
     this.#clientRequests.answer(response, scope);
   }
 
-  /** A relayed response (JSON text from another thread). */
-  handleRelayedResponse(text: string, scope: string): void {
-    this.#clientRequests.relayed(text, scope);
+  /** A relayed response (JSON text from another thread; `via` names the thread or node that received it). */
+  handleRelayedResponse(text: string, scope: string, via?: string): void {
+    this.#clientRequests.relayed(text, scope, via);
   }
 
   /** Logs a handler failure with its stack, at most 10 a minute; the rest are counted and summarised. */

@@ -4,6 +4,7 @@ import { requestKilledChannel, requestStopChannel } from '../telemetry/channels.
 import { Counter } from '../telemetry/counters.js';
 import type { ServerCounters, TargetSlots } from '../telemetry/counters.js';
 import type { RequestSpan, ServerTracer } from '../telemetry/tracing/server.js';
+import type { CarriedTrace } from '../telemetry/tracing/otel.js';
 import { ToolContext, kLogLevels } from '../tools/context.js';
 import { requestLogLine } from './request-log.js';
 import type { ClientRequester, ContextHost, ListKind, LogSink, ProgressSink, RequestInput } from '../tools/context.js';
@@ -356,6 +357,11 @@ export class Run implements Running, ContextHost {
   /** A child span of this request's (tracing on only): a task's, which lives on after the request. */
   childSpan(name: string, attributes: Record<string, string | number>): RequestSpan | undefined {
     return this.#span === undefined ? undefined : this.#host.tracer!.child(this.#span, name, attributes);
+  }
+
+  /** This request's span context (tracing on only), for the `_meta` of what it asks the client. */
+  traceContext(): CarriedTrace | undefined {
+    return this.#span === undefined ? undefined : this.#host.tracer!.carried(this.#span);
   }
 
   /** An event on this request's span (tracing on only): a cancel seen, a task created. */

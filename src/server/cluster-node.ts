@@ -34,8 +34,8 @@ export interface ClusterNodeDeps {
   readonly log: ServerLogSink;
   /** The shared readiness word /readyz reads. */
   readonly readiness: Int32Array;
-  /** Hands another node's relayed answer to this node's thread `thread` (false: no such thread). */
-  deliverAnswer(thread: number, text: string, scope: string): boolean;
+  /** Hands another node's relayed answer to this node's thread `thread` (false: no such thread); `via` names that node. */
+  deliverAnswer(thread: number, text: string, scope: string, via: string): boolean;
   /** Another node's list changed: tell every thread here. */
   listChanged(kind: ListKind): void;
 }
@@ -121,7 +121,7 @@ export class ClusterNode {
       }
       case 'a':
         if (message.n !== this.#deps.cluster.nodeId) return;
-        if (!this.#deps.deliverAnswer(message.t, message.x, message.s)) counters.add(Counter.ClusterRefused);
+        if (!this.#deps.deliverAnswer(message.t, message.x, message.s, `node ${message.f}`)) counters.add(Counter.ClusterRefused);
         return;
       case 'l':
         this.#deps.listChanged(message.l);

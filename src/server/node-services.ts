@@ -24,7 +24,7 @@ const kTaskGaugeMs = 1000;
 /** The owner's hooks into cluster mode: where relayed answers and list changes go. */
 export interface ClusterHooks {
   /** Hands another node's relayed answer to this node's thread `thread` (false: no such thread). */
-  deliverAnswer(thread: number, text: string, scope: string): boolean;
+  deliverAnswer(thread: number, text: string, scope: string, via: string): boolean;
   /** Another node's list changed: tell every serving thread here. */
   listChanged(kind: ListKind): void;
   /** Tests only: how often a node re-checks its cached cluster sessions while invalidation is down. */

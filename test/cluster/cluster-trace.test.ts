@@ -4,7 +4,9 @@
  * `service.instance.id`). A tools/call runs on node A; its cancel, carrying the caller's trace
  * context in `_meta` (as the Sluice client sends it), lands on node B, which forwards it over the
  * bus. The trace then holds A's request span (with the cancel it received), B's span of the
- * notification (forwarded) and A's span of the relayed cancel (applied), a child of B's.
+ * notification (forwarded) and A's span of the relayed cancel (applied), a child of B's. And a
+ * tool on A asking the client, answered through B: the question carries A's span context in `_meta`,
+ * the answer is an event on A's request span naming node B.
  */
 import { createServer as createHttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -98,5 +100,24 @@ describe('one trace across two nodes', () => {
     expect(text(relayed.attributes, 'sluice.cluster.node_id')).toBe('A');
     // Spans from both processes, one trace.
     expect(new Set(inTrace().map((s) => s.node))).toEqual(new Set(['node-a', 'node-b']));
+  });
+
+  it('a question from a tool on node A, answered through node B: the ping carries A\'s span context, the answer is an event on A\'s span naming B', async () => {
+    const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+    const call = openStream(a.url, { jsonrpc: '2.0', id: 'asks-1', method: 'tools/call', params: { name: 'ask_ping', arguments: {}, _meta: { traceparent: `00-${traceId}-00f067aa0ba902b7-01` } } }, legacyHeaders('key-a'));
+    await until(() => call.events.some((e) => e.method === 'ping'), 10_000, 'the ping on the stream');
+    const ping = call.events.find((e) => e.method === 'ping') as { id: string; params: { _meta: { traceparent: string } } };
+    expect(ping.params._meta.traceparent.split('-')[1]).toBe(traceId);
+    const res = await post(b.url, { jsonrpc: '2.0', id: ping.id, result: {} }, legacyHeaders('key-a'));
+    expect(res.status).toBe(202);
+    await until(() => call.events.some((e) => e.id === 'asks-1'), 10_000, 'the call to answer');
+    const span = () => seen.find((s) => s.node === 'node-a' && s.span.traceId === traceId && s.span.name === 'tools/call ask_ping')?.span;
+    await until(() => span() !== undefined, 15_000, 'the request span');
+    expect(span()!.spanId).toBe(ping.params._meta.traceparent.split('-')[2]);
+    const received = span()!.events?.find((e) => e.name === 'mcp.client_response.received');
+    expect(received).toBeDefined();
+    expect(text(received!.attributes, 'mcp.method.name')).toBe('ping');
+    expect(text(received!.attributes, 'jsonrpc.request.id')).toBe(ping.id);
+    expect(text(received!.attributes, 'sluice.relayed_by')).toBe('node B');
   });
 });

@@ -10,6 +10,9 @@ interface Pending {
   resolve(result: unknown): void;
   reject(error: Error): void;
   readonly scope: string;
+  /** The run that asked and what (its span notes the answer). */
+  readonly run: Run;
+  readonly method: string;
 }
 
 /** `s<threadId>-<n>`, or in cluster mode `s<nodeId>.<threadId>-<n>` (node ids have no dot). */
@@ -37,8 +40,11 @@ export class ClientRequests {
   /** Sends a request to the client of `run` (on its stream) and waits for the response. */
   send(run: Run, method: string, params: Record<string, unknown>): Promise<unknown> {
     const id = `${this.#prefix}${++this.#next}`;
+    // A traced request's question carries its span's context, so the client's work on it joins the trace.
+    const trace = run.traceContext();
+    if (trace !== undefined) params = { ...params, _meta: { ...(params._meta as Record<string, unknown> | undefined), ...trace } };
     return new Promise((resolve, reject) => {
-      this.#pending.set(id, { resolve, reject, scope: run.info.scope });
+      this.#pending.set(id, { resolve, reject, scope: run.info.scope, run, method });
       run.awaitAnswer(id);
       run.notify(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"method":${JSON.stringify(method)},"params":${JSON.stringify(params)}}`);
     });
@@ -56,7 +62,7 @@ export class ClientRequests {
    * A response the client POSTed (or wrote on stdio): settles our waiting request if it is this
    * thread's and the sender's scope is the one we asked; forwards it if another thread asked.
    */
-  answer(response: ClientResponse, scope: string): void {
+  answer(response: ClientResponse, scope: string, via?: string): void {
     const id = response.id;
     if (typeof id !== 'string') return;
     const m = kIdPattern.exec(id);
@@ -81,6 +87,7 @@ export class ClientRequests {
     const pending = this.#pending.get(id);
     if (pending === undefined || pending.scope !== scope) return; // unknown, late, or someone else's
     this.#pending.delete(id);
+    pending.run.spanEvent('mcp.client_response.received', via === undefined ? { 'jsonrpc.request.id': id, 'mcp.method.name': pending.method } : { 'jsonrpc.request.id': id, 'mcp.method.name': pending.method, 'sluice.relayed_by': via });
     if (response.error !== undefined) {
       const e = response.error as { code?: unknown; message?: unknown };
       pending.reject(new ProtocolError(typeof e?.code === 'number' ? e.code : ErrorCode.InternalError, typeof e?.message === 'string' ? e.message : 'the client answered with an error'));
@@ -89,14 +96,14 @@ export class ClientRequests {
     }
   }
 
-  /** A relayed response (JSON text from another thread). */
-  relayed(text: string, scope: string): void {
+  /** A relayed response (JSON text from another thread; `via`: which thread or node received it). */
+  relayed(text: string, scope: string, via?: string): void {
     let response: ClientResponse;
     try {
       response = JSON.parse(text) as ClientResponse;
     } catch {
       return;
     }
-    if (response !== null && typeof response === 'object') this.answer(response, scope);
+    if (response !== null && typeof response === 'object') this.answer(response, scope, via);
   }
 }

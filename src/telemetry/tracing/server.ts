@@ -7,7 +7,7 @@
  */
 import { threadId } from 'node:worker_threads';
 import type * as Api from '@opentelemetry/api';
-import { activeTracer, loadOtelApi, metaContext } from './otel.js';
+import { activeTracer, carriedOf, loadOtelApi, metaContext } from './otel.js';
 import type { CarriedTrace, OtelApi } from './otel.js';
 
 /** A request's span (the API's type, kept opaque to callers). */
@@ -88,6 +88,11 @@ export class ServerTracer {
   child(parent: RequestSpan, name: string, attributes: Api.Attributes): RequestSpan {
     const api = this.#api;
     return this.#tracer.startSpan(name, { kind: api.SpanKind.INTERNAL, attributes }, api.trace.setSpan(api.ROOT_CONTEXT, parent));
+  }
+
+  /** The span's context as plain strings (for the `_meta` of a request the server sends the client). */
+  carried(span: RequestSpan): CarriedTrace | undefined {
+    return carriedOf(this.#api, span);
   }
 
   /** An event on the span (cancel received, client gone, killed...). */
