@@ -19,7 +19,8 @@ import { TaskCalls } from './tasks/calls.js';
 import type { TaskHost, TaskRun } from './tasks/task-run.js';
 import { RequestStateSealer } from './request-state.js';
 import { refusalBody } from './refusals.js';
-import { AsyncRuns, Run } from './run.js';
+import { AsyncRuns } from './async-runs.js';
+import { Run } from './run.js';
 import type { Method, RunHost } from './run.js';
 import type { JsonRpcId, ProtocolError } from './wire.js';
 
@@ -37,7 +38,7 @@ export class Engine {
   readonly #modern: ModernEra;
   readonly #host: RunHost;
   /** Runs whose handler went async and has not settled (shutdown cancels them). Sync runs never enter. */
-  readonly #running = new AsyncRuns();
+  readonly #running = new AsyncRuns<Run>();
   readonly #listeners: Listeners;
   readonly #clientRequests: ClientRequests;
   /** Spans of notifications/cancelled, made when requests get spans. */

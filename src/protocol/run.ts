@@ -5,6 +5,7 @@ import { Counter } from '../telemetry/counters.js';
 import type { ServerCounters, TargetSlots } from '../telemetry/counters.js';
 import type { RequestSpan, ServerTracer } from '../telemetry/tracing/server.js';
 import type { CarriedTrace } from '../telemetry/tracing/otel.js';
+import type { AsyncRuns } from './async-runs.js';
 import { ToolContext, kLogLevels } from '../tools/context.js';
 import { requestLogLine } from './request-log.js';
 import type { ClientRequester, ContextHost, ListKind, LogSink, ProgressSink, RequestInput } from '../tools/context.js';
@@ -48,7 +49,7 @@ export interface RunHost {
   /** Where the per-request debug line goes (request-log.ts); undefined unless logLevel is 'debug'. */
   readonly requestLog: ((line: string) => void) | undefined;
   /** Runs whose handler went async and has not settled (shutdown cancels them). */
-  readonly running: AsyncRuns;
+  readonly running: AsyncRuns<Run>;
   /** A tool announced a list change. */
   readonly listChanged: (kind: ListKind) => void;
   logFailure(method: string, target: string, error: unknown): void;
@@ -56,44 +57,6 @@ export interface RunHost {
   requestClient(run: Run, method: string, params: Record<string, unknown>): Promise<unknown>;
   /** Rejects a request sent to the client that will never be answered now. */
   abandonClientRequest(id: string, error: Error): void;
-}
-
-/**
- * The runs of one engine whose handler went async. Most async handlers settle within the
- * microtasks of the turn that started them: arming a run (the registry's cancel watch, the reply's
- * disconnect listener, shutdown's set) only when it is still running at the end of that turn (one
- * setImmediate for all of them) spares those runs every bit of it.
- */
-export class AsyncRuns {
-  /** Armed runs, still running (shutdown cancels them). */
-  readonly watching = new Set<Run>();
-  #pending: Run[] = [];
-  #spare: Run[] = [];
-  #scheduled = false;
-  readonly #flush = (): void => this.flush();
-
-  add(run: Run): void {
-    this.#pending.push(run);
-    if (!this.#scheduled) {
-      this.#scheduled = true;
-      setImmediate(this.#flush);
-    }
-  }
-
-  /** Arms the runs still running that went async since the last flush. */
-  flush(): void {
-    this.#scheduled = false;
-    const pending = this.#pending;
-    this.#pending = this.#spare;
-    for (let i = 0; i < pending.length; i++) pending[i]!.arm();
-    pending.length = 0;
-    this.#spare = pending;
-  }
-
-  /** Runs still running, or went async this turn (some of which may have settled since). */
-  get size(): number {
-    return this.watching.size + this.#pending.length;
-  }
 }
 
 /**
