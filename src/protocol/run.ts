@@ -101,7 +101,8 @@ export class Run implements Running, ContextHost {
   #poolAbort: AbortController | undefined;
   /** This request's server span, when tracing is on. */
   #span: RequestSpan | undefined;
-  #inFlight: TargetSlots | undefined; // its in-flight gauge, entered if the handler went async
+  #inFlight: TargetSlots | undefined; // its in-flight gauge (see `enterInFlight`)
+  #entered = false;
 
   constructor(host: RunHost, era: EraRules, id: JsonRpcId, method: string, target: string, info: RequestInfo, reply: Reply, handle: TrackHandle) {
     this.#host = host;
@@ -137,7 +138,7 @@ export class Run implements Running, ContextHost {
     }
     if (out instanceof Promise || out instanceof PendingResult) {
       this.#host.running.add(this); // armed at the end of this turn if still running (`arm`)
-      this.#inFlight = this.#host.counters.histograms.enter(this.method, this.target);
+      this.enterInFlight();
       this.#take(out);
     } else {
       this.#succeed(out as Record<string, unknown>);
@@ -320,6 +321,16 @@ export class Run implements Running, ContextHost {
   /** A child span of this request's (tracing on only): a task's, which lives on after the request. */
   childSpan(name: string, attributes: Record<string, string | number>): RequestSpan | undefined {
     return this.#span === undefined ? undefined : this.#host.tracer!.child(this.#span, name, attributes);
+  }
+
+  /**
+   * Counts the request in its (method, tool) in-flight gauge from now, once: when its handler goes
+   * async, or before a tool known to the catalog runs synchronously (its name is a label only then).
+   */
+  enterInFlight(): void {
+    if (this.#entered) return;
+    this.#entered = true;
+    this.#inFlight = this.#host.counters.histograms.enter(this.method, this.target);
   }
 
   /** This request's span context (tracing on only), for the `_meta` of what it asks the client. */

@@ -41,6 +41,10 @@ export const stubborn = defineTool({
   name: 'stubborn', description: 'Ignores its cancel for 3 s.', inputSchema: { type: 'object', properties: {} },
   handler: async () => { await new Promise((r) => setTimeout(r, 3000)); return 'late'; },
 });
+export const spinSync = defineTool({
+  name: 'spin_sync', description: 'Holds its thread (synchronously) until the gate file exists, 10 s at most.', inputSchema: schema,
+  handler: (args) => { const end = Date.now() + 10_000; while (!existsSync(args.gate) && Date.now() < end); return String(threadId); },
+});
 export const die = defineTool({
   name: 'die', description: 'Crashes its worker thread (an uncaught exception).', inputSchema: { type: 'object', properties: {} },
   handler: () => { setTimeout(() => { throw new Error('crash on purpose'); }, 0); return 'dying'; },
@@ -130,6 +134,20 @@ describe('in-flight requests per tool, across 2 HTTP workers', () => {
     expect(after.get('hold_a')).toBe(0);
     expect(after.get('hold_b')).toBe(0);
     for (const agent of pinned) agent.destroy();
+  });
+
+  it('a synchronous tool holding its worker is counted while it runs (scraped from the metrics port)', async () => {
+    running = await startServer({ tools: pathToFileURL(kTools), workers: 2, metricsPort: 0 });
+    const { url, metricsUrl } = { url: running.address.url, metricsUrl: running.address.metricsUrl! };
+    const gate = join(dir, 'gate-sync');
+    const answer = post(url, call('spin_sync', { gate }), headers('tools/call', 'spin_sync'));
+    try {
+      expect((await scrapeUntil(metricsUrl, { spin_sync: 1 })).get('spin_sync')).toBe(1);
+    } finally {
+      writeFileSync(gate, '');
+    }
+    expect((await answer).status).toBe(200);
+    expect((await scrapeUntil(metricsUrl, { spin_sync: 0 })).get('spin_sync')).toBe(0);
   });
 
   it('a failing tool, a late JSON-RPC error, a cancelled call and a killed one each return the gauge to 0', async () => {

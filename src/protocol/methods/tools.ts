@@ -82,6 +82,7 @@ class ToolMethods {
       });
     }
     const ctx = run.context(sink, input);
+    run.enterInFlight(); // a synchronous tool holds its thread: it is in flight while it runs
     let output: ToolOutput | Promise<ToolOutput>;
     try {
       output = tool.handler(checked, ctx);
