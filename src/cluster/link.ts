@@ -15,6 +15,7 @@ import { Counter } from '../telemetry/counters.js';
 import { encodeMessage, kMaxMessageBytes, readMessage } from './codec.js';
 import type { BusMessage } from './codec.js';
 import type { RedisContext } from './contract.js';
+import { TokenBucket } from './token-bucket.js';
 
 export type LinkLog = (level: 'debug' | 'info' | 'warn' | 'error', message: string) => void;
 
@@ -70,8 +71,8 @@ export class ClusterLink {
   /** The last connection error, for the one log line a state change gets. */
   #lastError = '';
   /** Bytes the bus may still deliver now, and when that was computed. */
-  #inboundTokens = kInboundBytesPerSecond;
-  #inboundAt = performance.now();
+  /** Received bytes (a second's worth at most): what the link hands on is posted to worker threads, whose queues would otherwise grow at whatever rate a flood arrives. */
+  readonly #inbound = new TokenBucket(kInboundBytesPerSecond);
   /** Refused bus messages since the last line about them, and when that line was written. */
   #refusals = 0;
   #refusalLoggedAt: number | undefined;
@@ -194,7 +195,7 @@ export class ClusterLink {
     if (channel.toString('latin1') !== this.channel) return;
     const { counters } = this.#options;
     // An oversized message is refused by readMessage below, without spending the budget.
-    if (payload.length <= kMaxMessageBytes && !this.#takeInbound(payload.length)) {
+    if (payload.length <= kMaxMessageBytes && !this.#inbound.take(payload.length)) {
       counters.add(Counter.ClusterRefused);
       this.#refusedMessage(`over the bus's budget of ${kInboundBytesPerSecond / 1048576} MiB a second`);
       return;
@@ -214,19 +215,6 @@ export class ClusterLink {
         this.#options.log('error', `sluice: cluster: handling a message from node ${message.f} failed: ${String(error)}`);
       }
     }
-  }
-
-  /**
-   * Token bucket of received bytes (a second's worth at most): what the link hands on is posted to
-   * worker threads, whose queues would otherwise grow at whatever rate a flood arrives.
-   */
-  #takeInbound(bytes: number): boolean {
-    const now = performance.now();
-    this.#inboundTokens = Math.min(kInboundBytesPerSecond, this.#inboundTokens + ((now - this.#inboundAt) / 1000) * kInboundBytesPerSecond);
-    this.#inboundAt = now;
-    if (this.#inboundTokens < bytes) return false;
-    this.#inboundTokens -= bytes;
-    return true;
   }
 
   /**

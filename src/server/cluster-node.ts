@@ -9,6 +9,7 @@
  * locally, and each node applies it with the same scope check as a local cancel.
  */
 import { ClusterLink } from '../cluster/link.js';
+import { TokenBucket } from '../cluster/token-bucket.js';
 import type { BusMessage, CancelMessage } from '../cluster/codec.js';
 import type { RedisContext } from '../cluster/contract.js';
 import type { Registry } from '../registry/index.js';
@@ -40,15 +41,10 @@ export interface ClusterNodeDeps {
   listChanged(kind: ListKind): void;
 }
 
-interface Bucket {
-  tokens: number;
-  at: number;
-}
-
 export class ClusterNode {
   readonly link: ClusterLink;
   readonly #deps: ClusterNodeDeps;
-  readonly #buckets = new Map<string, Bucket>();
+  readonly #buckets = new Map<string, TokenBucket>();
   /** Spans of the cancels other nodes relay here, when the `tracing` module registered a provider in this thread. */
   readonly #spans = CancelSpans.create();
 
@@ -138,22 +134,17 @@ export class ClusterNode {
     return 'refused';
   }
 
-  /** Token bucket per scope: refills kCancelsPerSecond a second, holds at most that many. */
+  /** A bucket per scope: refills kCancelsPerSecond a second, holds at most that many. */
   #take(scope: string): boolean {
     const now = performance.now();
     let bucket = this.#buckets.get(scope);
     if (bucket === undefined) {
       if (this.#buckets.size >= kMaxTrackedScopes) this.#forgetIdle(now);
       if (this.#buckets.size >= kMaxTrackedScopes) return false;
-      bucket = { tokens: kCancelsPerSecond, at: now };
+      bucket = new TokenBucket(kCancelsPerSecond, now);
       this.#buckets.set(scope, bucket);
-    } else {
-      bucket.tokens = Math.min(kCancelsPerSecond, bucket.tokens + ((now - bucket.at) / 1000) * kCancelsPerSecond);
-      bucket.at = now;
     }
-    if (bucket.tokens < 1) return false;
-    bucket.tokens -= 1;
-    return true;
+    return bucket.take(1, now);
   }
 
   /** Drops the buckets that have refilled (idle a second or more): they would start full anyway. */

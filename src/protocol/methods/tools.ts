@@ -1,6 +1,6 @@
 import { CancelledError } from '../../errors.js';
 import type { InputRequired } from '../../tools/context.js';
-import { Refusal, checkArguments, errorText, toToolResult } from '../../tools/define.js';
+import { Refusal, checkArguments, thrownResult, toToolResult } from '../../tools/define.js';
 import type { CallToolResult, Tool, ToolOutput } from '../../tools/define.js';
 import type { PoolOutcome, ToolPool } from '../../tools/pool.js';
 import type { CatalogIndex } from '../catalog-index.js';
@@ -138,5 +138,5 @@ function poolResult(outcome: PoolOutcome): CallToolResult {
 /** A thrown error becomes isError content; protocol errors stay protocol errors. */
 export function toolError(error: unknown): CallToolResult {
   if (error instanceof ProtocolError) throw error;
-  return { content: [{ type: 'text', text: errorText(error) }], isError: true };
+  return thrownResult(error);
 }

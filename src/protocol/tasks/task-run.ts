@@ -9,7 +9,7 @@ import type { ServerCounters } from '../../telemetry/counters.js';
 import type { RequestSpan, ServerTracer } from '../../telemetry/tracing/server.js';
 import { ToolContext, isInputRequired } from '../../tools/context.js';
 import type { ClientRequester, InputRequired, ListKind, ProgressSink, RequestInput } from '../../tools/context.js';
-import { errorText, toToolResult } from '../../tools/define.js';
+import { errorText, thrownResult, toToolResult } from '../../tools/define.js';
 import type { CallToolResult, Tool, ToolOutput } from '../../tools/define.js';
 import type { PoolOutcome, ToolPool } from '../../tools/pool.js';
 import type { Run } from '../run.js';
@@ -223,7 +223,7 @@ export class TaskRun {
       return;
     }
     this.#host.logFailure('tools/call', this.tool.name, error);
-    this.#finish({ content: [{ type: 'text', text: errorText(error) }], isError: true });
+    this.#finish(thrownResult(error));
   }
 
   /** The terminal change, then the row goes. */
