@@ -4,11 +4,12 @@
  * - absent: `@opentelemetry/api` not installed (the same build, run from a copy of dist/ and
  *   bench/servers/ beside a node_modules that links every package but `@opentelemetry/*`);
  * - API only: the package installed, no SDK registered (the default for most users);
- * - SDK: the trace SDK registered by the `tracing` module (bench/servers/otel-noop-setup.mjs),
- *   every request a real span, the exporter dropping them.
+ * - SDK: the trace SDK registered by the `tracing` module (bench/servers/otel-noop-setup.mjs): what
+ *   NodeSDK sets up for traces (NodeTracerProvider, BatchSpanProcessor), every request a real
+ *   span, the exporter dropping them; `--processor simple`: a SimpleSpanProcessor instead.
  * Targets: API only ≥ 0.98 of absent, SDK ≥ 0.80. Writes bench/results/otel-ab.md.
  *
- *   npm run build && node dist/bench/otel-ab.js [--reps 3] [--seconds 3] [--connections 32]
+ *   npm run build && node dist/bench/otel-ab.js [--reps 3] [--seconds 3] [--connections 32] [--processor batch|simple]
  */
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -26,6 +27,8 @@ import { ensureTools, kServers, wrk } from './http/wrk.js';
 const reps = Number(option('reps', '3'));
 const seconds = Number(option('seconds', '3'));
 const connections = Number(option('connections', '32'));
+const processor = option('processor', 'batch');
+if (processor !== 'batch' && processor !== 'simple') throw new Error(`--processor must be batch or simple, got ${processor}`);
 const kTargets = { api: 0.98, sdk: 0.8 } as const;
 
 /** A tree where `@opentelemetry/api` cannot be found: dist/ and bench/servers/ copied, every other package linked. */
@@ -47,7 +50,7 @@ const absentTree = treeWithoutOtel();
 const kRuns = [
   { key: 'absent', label: 'OpenTelemetry absent', args: [join(absentTree, 'bench', 'servers', 'sluice-echo.mjs'), 'nosessions', '1'] },
   { key: 'api', label: 'API only, no SDK', args: [join(kServers, 'sluice-echo.mjs'), 'nosessions', '1'] },
-  { key: 'sdk', label: 'SDK, spans dropped', args: [join(kServers, 'sluice-echo.mjs'), 'nosessions', '1', pathToFileURL(join(kServers, 'otel-noop-setup.mjs')).href] },
+  { key: 'sdk', label: `SDK (${processor === 'batch' ? 'BatchSpanProcessor' : 'SimpleSpanProcessor'}), spans dropped`, args: [join(kServers, 'sluice-echo.mjs'), 'nosessions', '1', `${pathToFileURL(join(kServers, 'otel-noop-setup.mjs')).href}?processor=${processor}`] },
 ] as const;
 type Key = (typeof kRuns)[number]['key'];
 const rps: Record<Key, number[]> = { absent: [], api: [], sdk: [] };
@@ -82,7 +85,7 @@ const ratioRow = (key: 'api' | 'sdk'): string => {
 const lines = [
   '# What OpenTelemetry costs S1', '',
   `Sluice's legacy echo, one HTTP worker (\`sluice-echo.mjs nosessions 1\`), server pinned to CPU 1 and wrk -t1 to CPU 0, c = ${connections}, ${seconds} s per run, ${reps} reps in a rotated order. ${machineLine()}`, '',
-  `Command: \`node dist/bench/otel-ab.js --reps ${reps} --seconds ${seconds} --connections ${connections}\``, '',
+  `Command: \`node dist/bench/otel-ab.js --reps ${reps} --seconds ${seconds} --connections ${connections} --processor ${processor}\``, '',
   '| server | req/s per rep | server CPU µs/req per rep |', '|---|---|---|',
   ...kRuns.map((r) => `| ${r.label} | ${rps[r.key].map((x) => x.toFixed(0)).join(', ')} | ${cpu[r.key].map((x) => x.toFixed(1)).join(', ')} |`),
   '', '| ratio | target | req/s ratio per rep | min–max | median | CPU/req ratio median | status |', '|---|---|---|---|---:|---:|---|',

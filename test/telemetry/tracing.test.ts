@@ -110,6 +110,17 @@ describe('server spans', () => {
     expect(server.attributes['mcp.session.id']).toBeUndefined();
   });
 
+  it('a tool sees the baggage of _meta, and runs inside the server span', async () => {
+    const { url } = running.address;
+    const traceId = hex(32, 'f');
+    const res = await post(url, { jsonrpc: '2.0', id: 'b1', method: 'tools/call', params: { name: 'baggage_of', arguments: { key: 'tenant' }, _meta: modernMeta({ traceparent: `00-${traceId}-${hex(16, 'e')}-01`, baggage: 'tenant=acme%20co,other=1' }) } }, { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'baggage_of' });
+    expect(res.status).toBe(200);
+    const json = res.body.startsWith('{') ? res.body : res.body.split('\n').find((l) => l.startsWith('data: '))!.slice(6);
+    const body = JSON.parse(json) as { result: { structuredContent?: { value: string | null }; content: { text: string }[] } };
+    expect(body.result.structuredContent?.value ?? (JSON.parse(body.result.content[0]!.text) as { value: string | null }).value).toBe('acme co');
+    await spanWhere('the baggage_of span', (s) => s.traceId === traceId && s.name === 'tools/call baggage_of');
+  });
+
   it('a pool tool runs in an execute_tool span in the pool thread, a child of the server span across threads', async () => {
     const { url } = running.address;
     const traceId = hex(32, '7');

@@ -23,6 +23,14 @@ export class ServerTracer {
   readonly #api: OtelApi;
   readonly #tracer: Api.Tracer;
   readonly #transport: NetworkTransport;
+  /**
+   * The context the last span started in (its `_meta` parent, baggage included, or the root),
+   * for `within`: the engine starts a request's span and runs its handler in the same turn, so
+   * the handler's context is built from it, not from whatever is active, without storing a
+   * context per request. Cleared by `within`.
+   */
+  #startedSpan: RequestSpan | undefined;
+  #startedIn: Api.Context | undefined;
 
   /** A tracer if `@opentelemetry/api` is installed and an SDK registered a provider in this thread. */
   static create(transport: NetworkTransport, api: OtelApi | undefined = loadOtelApi()): ServerTracer | undefined {
@@ -68,17 +76,27 @@ export class ServerTracer {
     }
     const meta = metaContext(api, params?._meta as Record<string, unknown> | undefined);
     const carrier = headers === undefined ? undefined : metaContext(api, headers as unknown as Record<string, unknown>);
-    const name = target === '' ? method : `${method} ${target}`;
-    if (meta === undefined || carrier === undefined) return this.#tracer.startSpan(name, { kind: api.SpanKind.SERVER, attributes }, meta ?? carrier ?? api.ROOT_CONTEXT);
-    const linked = api.trace.getSpanContext(carrier)!;
-    const links = linked.spanId === api.trace.getSpanContext(meta)!.spanId ? undefined : [{ context: linked }];
-    return this.#tracer.startSpan(name, { kind: api.SpanKind.SERVER, attributes, links }, meta);
+    const parent = meta ?? carrier ?? api.ROOT_CONTEXT;
+    let links: Api.Link[] | undefined;
+    if (meta !== undefined && carrier !== undefined) {
+      const linked = api.trace.getSpanContext(carrier)!;
+      if (linked.spanId !== api.trace.getSpanContext(meta)!.spanId) links = [{ context: linked }];
+    }
+    const span = this.#tracer.startSpan(target === '' ? method : `${method} ${target}`, { kind: api.SpanKind.SERVER, attributes, links }, parent);
+    this.#startedSpan = span;
+    this.#startedIn = parent;
+    return span;
   }
 
-  /** Runs `fn` with `span` as the active span, so spans a tool makes are its children. */
+  /**
+   * Runs `fn` with `span` as the active span, so spans a tool makes are its children, in the
+   * context the span started in (the `_meta` baggage is the tool's too).
+   */
   within<A, B, R>(span: RequestSpan, fn: (a: A, b: B) => R, a: A, b: B): R {
     const api = this.#api;
-    return api.context.with(api.trace.setSpan(api.context.active(), span), fn, undefined, a, b);
+    const parent = span === this.#startedSpan ? this.#startedIn! : api.context.active();
+    this.#startedSpan = this.#startedIn = undefined;
+    return api.context.with(api.trace.setSpan(parent, span), fn, undefined, a, b);
   }
 
   /**
