@@ -9,7 +9,7 @@
  *   span, the exporter dropping them; `--processor simple`: a SimpleSpanProcessor instead.
  * Targets: API only ≥ 0.98 of absent, SDK ≥ 0.80. Writes bench/results/otel-ab.md.
  *
- *   npm run build && node dist/bench/otel-ab.js [--reps 3] [--seconds 3] [--connections 32] [--processor batch|simple]
+ *   npm run build && node dist/bench/otel-ab.js [--reps 3] [--seconds 3] [--connections 32] [--processor batch|simple] [--out NAME]
  */
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -28,6 +28,7 @@ const reps = Number(option('reps', '3'));
 const seconds = Number(option('seconds', '3'));
 const connections = Number(option('connections', '32'));
 const processor = option('processor', 'batch');
+const out = option('out', 'otel-ab');
 if (processor !== 'batch' && processor !== 'simple') throw new Error(`--processor must be batch or simple, got ${processor}`);
 const kTargets = { api: 0.98, sdk: 0.8 } as const;
 
@@ -85,11 +86,11 @@ const ratioRow = (key: 'api' | 'sdk'): string => {
 const lines = [
   '# What OpenTelemetry costs S1', '',
   `Sluice's legacy echo, one HTTP worker (\`sluice-echo.mjs nosessions 1\`), server pinned to CPU 1 and wrk -t1 to CPU 0, c = ${connections}, ${seconds} s per run, ${reps} reps in a rotated order. ${machineLine()}`, '',
-  `Command: \`node dist/bench/otel-ab.js --reps ${reps} --seconds ${seconds} --connections ${connections} --processor ${processor}\``, '',
+  `Command: \`node dist/bench/otel-ab.js --reps ${reps} --seconds ${seconds} --connections ${connections} --processor ${processor}${out === 'otel-ab' ? '' : ` --out ${out}`}\``, '',
   '| server | req/s per rep | server CPU µs/req per rep |', '|---|---|---|',
   ...kRuns.map((r) => `| ${r.label} | ${rps[r.key].map((x) => x.toFixed(0)).join(', ')} | ${cpu[r.key].map((x) => x.toFixed(1)).join(', ')} |`),
   '', '| ratio | target | req/s ratio per rep | min–max | median | CPU/req ratio median | status |', '|---|---|---|---|---:|---:|---|',
   ratioRow('api'), ratioRow('sdk'), '',
 ];
-console.log(writeResults([['otel-ab.md', lines.join('\n')]]).join('\n'));
+console.log(writeResults([[`${out}.md`, lines.join('\n')]]).join('\n'));
 console.log(lines.join('\n'));
