@@ -86,7 +86,7 @@ async function main(): Promise<void> {
     const onHeaders = await openSession(a.port);
     const offHeaders = await openSession(plain.port);
     // wrk, not `sluice bench`: cluster on ÷ off at the server's full rate (~90k req/s off), which
-    // `sluice bench` cannot reach from one core (about 32 µs of generator CPU per request against wrk's ~19, bench/results/loadgen.md).
+    // `sluice bench` cannot reach from one core (wrk still costs less per request: about 13.5 µs of CPU against sluice bench's 14.6 at 53k req/s, bench/results/loadgen.md; near a ceiling every µs of the generator's core counts).
     for (let r = 0; r < reps; r++) {
       off.push(await wrk(plain.port, { path: '/mcp', method: 'POST', body: kEcho, headers: offHeaders }, 32, seconds, plain.pid));
       on.push(await wrk(a.port, { path: '/mcp', method: 'POST', body: kEcho, headers: onHeaders }, 32, seconds, a.pid));

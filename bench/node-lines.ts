@@ -143,7 +143,7 @@ async function measureLine(line: number): Promise<LineResult> {
         const r = runs[(k + rep) % runs.length]!;
         const s = servers.get(r.server)!;
         // wrk, not `sluice bench`: each adapter against its own raw ceiling, which needs the
-        // strongest generator on the other core (about 32 µs of generator CPU per request against wrk's ~19, bench/results/loadgen.md).
+        // strongest generator on the other core (wrk still costs less per request: about 13.5 µs of CPU against sluice bench's 14.6 at 53k req/s, bench/results/loadgen.md; near a ceiling every µs of the generator's core counts).
         const w = await wrk(s.port, r.endpoint, connections, seconds, s.pid);
         if (w.non2xx > 0) throw new Error(`Node ${line} ${r.label}: ${w.non2xx} non-2xx responses`);
         rps[r.key]!.push(w.rps);

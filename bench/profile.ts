@@ -114,7 +114,7 @@ async function profileServer(script: string, era: Era): Promise<{ file: string; 
   const lua = join(dir, 'req.lua');
   writeFileSync(lua, `wrk.method = "POST"\nwrk.body = ${JSON.stringify(body)}\n${Object.entries(headers).map(([k, v]) => `wrk.headers[${JSON.stringify(k)}] = ${JSON.stringify(v)}`).join('\n')}\n`);
   // wrk, not `sluice bench`: the profile is of a saturated server (beside the raw uWS echo's at its
-  // ceiling), which `sluice bench` cannot keep saturated from one core (about 32 µs of generator CPU per request against wrk's ~19, bench/results/loadgen.md).
+  // ceiling), which `sluice bench` cannot keep saturated from one core (wrk still costs less per request: about 13.5 µs of CPU against sluice bench's 14.6 at 53k req/s, bench/results/loadgen.md; near a ceiling every µs of the generator's core counts).
   const wrkArgs = ['-t1', '-c32', '-d10s', '-s', lua, `http://127.0.0.1:${port}/mcp`];
   const out = execFileSync(...pinned(0, 'wrk', wrkArgs), { encoding: 'utf8' });
   await stopServer(server); // the server closes cleanly, so every thread writes its profile

@@ -30,9 +30,9 @@ export async function s6(peak: number, seconds: number): Promise<Soak[]> {
       }, 1000);
       const args = ['--h1', '-c', String(clients), '--rps', String(rate), '-D', String(seconds), '-d', body, '-H', 'content-type: application/json', '-H', `accept: ${kAccept}`, '-H', 'mcp-protocol-version: 2025-11-25', `http://127.0.0.1:${s.port}/mcp`];
       // h2load, not `sluice bench --rate`: S6 offers 50 % and 80 % of the S1 peak (44.5k and 71.3k
-      // req/s in the last full run) from one pinned core. `sluice bench` spends about 29-32 µs of
-      // CPU per request (bench/results/loadgen.md; h2load about 17 on the same box), so one core tops out near
-      // 30k req/s: it would fall behind its own schedule, and with its latency counted from each
+      // req/s in the last full run) from one pinned core. `sluice bench` spends about 14.6 µs of
+      // CPU per request (bench/results/loadgen.md), so 71.3k req/s would need more than its one
+      // core: it would fall behind its own schedule, and with its latency counted from each
       // request's due time the soak would measure the generator.
       const text = await collect(pinned(0, 'h2load', args), 'h2load');
       clearInterval(sampler);

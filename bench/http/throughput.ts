@@ -14,8 +14,9 @@ export interface Row { scenario: string; label: string; connections: number; run
 
 // wrk stays the generator of S0, S1 and S7: they are throughput ceilings (Sluice against the raw
 // uWS echo and the other servers, ~90-130k req/s on one server core), which need the strongest
-// generator on the other core. `sluice bench` costs about 32 µs of CPU per request against wrk's
-// ~19 (bench/results/loadgen.md), so on one core it tops out near 30k req/s and would measure itself.
+// generator on the other core. `sluice bench` now matches wrk's req/s against the raw uWS echo at
+// 53k req/s but costs a little more CPU per request (14.6 µs against about 13.5, bench/results/loadgen.md),
+// so at these rates it would be the first to run out of core.
 export async function s0(rows: Row[], seconds: number, reps: number): Promise<void> {
   for (let rep = 0; rep < reps; rep++) {
     for (const [label, script] of [['uWS hello', 'uws-hello.mjs'], ['node:http hello', 'node-hello.mjs']] as const) {
