@@ -210,7 +210,7 @@ export class HttpTarget implements Target {
   /** The head of the load requests, once the session (if any) is known. */
   #prepare(): void {
     const o = this.#options;
-    const headers = mcpHeaders(o.method, o.params, { era: o.negotiated.era, version: this.#version });
+    const headers = mcpHeaders(o.method, o.params, { era: o.negotiated.era, version: this.#version, paramHeaders: o.negotiated.paramHeaders });
     if (this.#session !== undefined) headers['mcp-session-id'] = this.#session;
     this.#callHead = headPrefix(o.url, o.headers) + headerLines(headers);
     this.#request = undefined;

@@ -43,6 +43,11 @@ export interface Negotiated {
   era: 'legacy' | 'modern';
   /** The MCP-Protocol-Version the server agreed to (legacy) or 2026-07-28. */
   version: string;
+  /**
+   * 2026-07-28 tools/call of a tool whose inputSchema has x-mcp-header annotations: the
+   * `Mcp-Param-*` headers mirroring the load's arguments (learnt from tools/list by the probe).
+   */
+  paramHeaders?: Readonly<Record<string, string>> | undefined;
 }
 
 /** "30s", "500ms", "2m", "1.5s", or a bare number of seconds, in ms; undefined when malformed. */

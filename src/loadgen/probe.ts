@@ -4,7 +4,8 @@
  * request once. A target that cannot be reached, is not MCP, refuses the token or lacks the tool
  * fails here with a BenchUsageError (exit 2), naming the server's tools when the tool is missing.
  */
-import { kLegacyVersions, kModernVersion } from '../protocol/wire.js';
+import { checkParamHeaders, kInvalidAnnotations, paramHeaders } from '../client/param-headers.js';
+import { ErrorCode, kLegacyVersions, kModernVersion } from '../protocol/wire.js';
 import type { BenchOptions, Negotiated } from './options.js';
 import { OpenError } from './target.js';
 import type { Target } from './target.js';
@@ -74,6 +75,14 @@ export async function probe(options: BenchOptions): Promise<Negotiated> {
     ({ outcome, target, cancelled } = await once(options, negotiated, options.method, options.cancelAfterMs));
     await target.close().catch(() => {});
   }
+  const refused = (outcome.kind === 'http' && outcome.code === 400) || (outcome.kind === 'rpc' && outcome.code === ErrorCode.HeaderMismatch);
+  if (refused && negotiated.era === 'modern' && options.method === 'tools/call') {
+    // A 2026-07-28 server refuses (400, -32020) a call of a tool with x-mcp-header annotations
+    // that does not mirror them in Mcp-Param-* headers: learn them from tools/list, then try again.
+    negotiated.paramHeaders = await toolParamHeaders(options, negotiated);
+    if (negotiated.paramHeaders !== undefined) ({ outcome, target, cancelled } = await once(options, negotiated, options.method, options.cancelAfterMs));
+    await target.close().catch(() => {});
+  }
   if (outcome.kind === 'ok') return negotiated;
   // Cancelled before it answered, and not refused: the call is there to be loaded.
   if (cancelled && (outcome.kind === 'no-answer' || outcome.kind === 'timeout')) return negotiated;
@@ -122,11 +131,31 @@ async function openLegacy(options: BenchOptions): Promise<Negotiated> {
   return negotiated;
 }
 
-/** The server's tool names (first page), or undefined when tools/list fails. */
-async function toolNames(options: BenchOptions, negotiated: Negotiated): Promise<string[] | undefined> {
+/** The server's tools (first page), or undefined when tools/list fails. */
+async function listTools(options: BenchOptions, negotiated: Negotiated): Promise<{ name?: unknown; inputSchema?: unknown }[] | undefined> {
   const { outcome, target } = await once({ ...options, method: 'tools/list' }, negotiated, 'tools/list');
   await target.close().catch(() => {});
   const tools = outcome.kind === 'ok' ? (outcome.result as { tools?: unknown }).tools : undefined;
-  if (!Array.isArray(tools)) return undefined;
-  return tools.map((t: { name?: unknown }) => String(t?.name));
+  return Array.isArray(tools) ? tools as { name?: unknown; inputSchema?: unknown }[] : undefined;
+}
+
+/** The server's tool names (first page), or undefined when tools/list fails. */
+async function toolNames(options: BenchOptions, negotiated: Negotiated): Promise<string[] | undefined> {
+  return (await listTools(options, negotiated))?.map((t) => String(t?.name));
+}
+
+/**
+ * The Mcp-Param-* headers the load's tools/call must carry (2026-07-28: a server refuses a call of
+ * an annotated tool without them), from the tool's inputSchema; undefined when it has none, or the
+ * tool is not listed (the probe's call then says what is wrong).
+ */
+async function toolParamHeaders(options: BenchOptions, negotiated: Negotiated): Promise<Record<string, string> | undefined> {
+  const tool = (await listTools(options, negotiated))?.find((t) => t?.name === options.name);
+  if (tool === undefined) return undefined;
+  const specs = checkParamHeaders(tool.inputSchema);
+  if (specs === kInvalidAnnotations) throw new BenchUsageError(`tool ${JSON.stringify(options.name)} has x-mcp-header annotations that break the rules of 2026-07-28: a client must not call it`);
+  if (specs === undefined) return undefined;
+  const headers: Record<string, string> = {};
+  paramHeaders(specs, options.args, headers);
+  return headers;
 }

@@ -54,6 +54,7 @@ export function mcpHeaders(method: string, params: Record<string, unknown>, nego
     const field = kNamed[method];
     const value = field === undefined ? undefined : params[field];
     if (typeof value === 'string') headers['mcp-name'] = headerValue(value);
+    if (method === 'tools/call' && negotiated.paramHeaders !== undefined) Object.assign(headers, negotiated.paramHeaders);
   }
   return headers;
 }

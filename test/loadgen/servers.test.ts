@@ -5,6 +5,7 @@
  * server's own count of calls, and the percentiles are positive and ordered.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { defineTool } from '../../src/index.js';
 import { kBin } from '../cli/helpers.js';
 import { startServer } from '../helpers/server.js';
 import type { TestServer } from '../helpers/server.js';
@@ -90,6 +91,24 @@ describe('sluice bench: methods other than tools/call', () => {
       expect(run.json!.name).toBeNull();
       expect(run.json!.requests).toBeGreaterThan(5);
       expect(run.json!.ok).toBe(run.json!.requests);
+    }
+  });
+
+  it('2026-07-28: a tool with x-mcp-header annotations is loaded with its Mcp-Param-* headers (the server refuses calls without them)', async () => {
+    const regional = defineTool({
+      name: 'regional', description: 'Echoes the region.', inputSchema: { type: 'object', properties: { region: { type: 'string', 'x-mcp-header': 'Region' } }, required: ['region'] },
+      handler: ({ region }) => `region: ${String(region)}`,
+    });
+    const server = await startServer({ tools: [regional], workers: 1 });
+    try {
+      const run = await benchJson([server.address.url, '--tool', 'regional', '--args', '{"region":"eu-west"}', ...kShort]);
+      expect(run.code, run.stderr).toBe(0);
+      expect(run.json!.era).toBe('2026-07-28');
+      expect(run.json!.requests).toBeGreaterThan(10);
+      expect(run.json!.ok).toBe(run.json!.requests);
+      expect(run.json!.errors.total).toBe(0);
+    } finally {
+      await server.close();
     }
   });
 });
