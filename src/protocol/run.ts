@@ -338,6 +338,11 @@ export class Run implements Running, ContextHost {
     return this.#span === undefined ? undefined : this.#host.tracer!.carried(this.#span);
   }
 
+  /** Links this request's span (tracing on only) to the span that created `task`, wherever that ran. */
+  linkTask(task: { readonly taskId: string; readonly traceparent?: string | undefined }): void {
+    if (this.#span !== undefined && task.traceparent !== undefined) this.#host.tracer!.link(this.#span, task.traceparent, { 'mcp.task.id': task.taskId });
+  }
+
   /** An event on this request's span (tracing on only): a cancel seen, a task created. */
   spanEvent(name: string, attributes: Record<string, string | number>): void {
     if (this.#span !== undefined) this.#host.tracer!.event(this.#span, name, attributes);

@@ -62,6 +62,11 @@ export interface TaskRecord {
   readonly inputResponses?: Readonly<Record<string, unknown>> | undefined;
   /** Legacy: the tools/call progress token, valid for the task's life. */
   readonly progressToken?: string | number | undefined;
+  /**
+   * The W3C traceparent of the creating request's span, when it was traced: the spans of requests
+   * about the task (on any node) link to it.
+   */
+  readonly traceparent?: string | undefined;
   readonly progress?: TaskProgress | undefined;
   /** Increases on every change (watchers and blocking reads compare it). */
   readonly version: number;
@@ -82,6 +87,8 @@ export interface NewTask {
   /** Requested lifetime; the store caps it at its maximum (undefined: its default). */
   readonly ttlMs?: number | undefined;
   readonly progressToken?: string | number | undefined;
+  /** The creating request's span (W3C traceparent), kept on the record when at most 256 characters. */
+  readonly traceparent?: string | undefined;
 }
 
 /** A runner's change to its task. Ignored once the task is terminal (terminal is final). */

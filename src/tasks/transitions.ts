@@ -78,6 +78,7 @@ export function newRecord(task: NewTask, limits: TaskLimits, now: number): TaskR
     version: 1,
   };
   if (task.progressToken !== undefined) draft.progressToken = task.progressToken;
+  if (typeof task.traceparent === 'string' && task.traceparent.length <= 256) draft.traceparent = task.traceparent;
   return Object.freeze(draft);
 }
 

@@ -6,7 +6,8 @@
  * bus. The trace then holds A's request span (with the cancel it received), B's span of the
  * notification (forwarded) and A's span of the relayed cancel (applied), a child of B's. And a
  * tool on A asking the client, answered through B: the question carries A's span context in `_meta`,
- * the answer is an event on A's request span naming node B.
+ * the answer is an event on A's request span naming node B. And a task created on A, read on B:
+ * B's tasks/get span links to the span that created it on A (the Redis task record keeps it).
  */
 import { createServer as createHttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -19,11 +20,11 @@ import { legacyHeaders, openStream, startNodeProcess, until } from './cross-node
 import type { NodeProcess } from './cross-node-helpers.js';
 
 interface Attribute { key: string; value: { stringValue?: string; intValue?: string } }
-interface OtlpSpan { name: string; kind: number; traceId: string; spanId: string; parentSpanId?: string; attributes: Attribute[]; events?: { name: string; attributes: Attribute[] }[] }
+interface OtlpSpan { name: string; kind: number; traceId: string; spanId: string; parentSpanId?: string; attributes: Attribute[]; events?: { name: string; attributes: Attribute[] }[]; links?: { traceId: string; spanId: string; attributes?: Attribute[] }[] }
 interface OtlpExport { resourceSpans: { resource: { attributes: Attribute[] }; scopeSpans: { spans: OtlpSpan[] }[] }[] }
 interface Seen { node: string; span: OtlpSpan }
 
-const kTools = fileURLToPath(new URL('./cross-node-tools.mjs', import.meta.url));
+const kTools = fileURLToPath(new URL('./trace-tools.mjs', import.meta.url));
 const kTracing = fileURLToPath(new URL('../fixtures/otel-otlp-node-setup.mjs', import.meta.url));
 const kSpanKind = { server: 2, consumer: 5 } as const;
 
@@ -54,7 +55,7 @@ beforeAll(async () => {
   await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
   process.env.SLUICE_TEST_OTLP_URL = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/v1/traces`;
   // Each child takes the environment as it is when it is spawned.
-  const options = { tools: kTools, tracing: kTracing, sessions: false, tasks: false };
+  const options = { tools: kTools, tracing: kTracing, sessions: false };
   process.env.SLUICE_TEST_NODE_NAME = 'node-a';
   a = await startNodeProcess(redis.url, 'trace:', 'A', options);
   process.env.SLUICE_TEST_NODE_NAME = 'node-b';
@@ -119,5 +120,22 @@ describe('one trace across two nodes', () => {
     expect(text(received!.attributes, 'mcp.method.name')).toBe('ping');
     expect(text(received!.attributes, 'jsonrpc.request.id')).toBe(ping.id);
     expect(text(received!.attributes, 'sluice.relayed_by')).toBe('node B');
+  });
+
+  it('a task created on node A and read on node B: B\'s tasks/get span links to A\'s creating span', async () => {
+    const created = '5b8efff798038103d269b633813fc60c';
+    const reader = '2c9f8e7d6c5b4a3928171615f4e3d2c1';
+    const res = await post(a.url, { jsonrpc: '2.0', id: 'task-1', method: 'tools/call', params: { name: 'task_nap', arguments: { ms: 200 }, task: { ttl: 60_000 }, _meta: { traceparent: `00-${created}-eee19b7ec3c1b174-01` } } }, legacyHeaders('key-a'));
+    expect(res.status).toBe(200);
+    const body = res.body.startsWith('{') ? res.body : res.body.split('\n').find((l) => l.startsWith('data: '))!.slice(6);
+    const taskId = (JSON.parse(body) as { result: { task: { taskId: string } } }).result.task.taskId;
+    const got = await post(b.url, { jsonrpc: '2.0', id: 'get-1', method: 'tasks/get', params: { taskId, _meta: { traceparent: `00-${reader}-faf19b7ec3c1b174-01` } } }, legacyHeaders('key-a'));
+    expect(got.status).toBe(200);
+    const find = (node: string, trace: string, name: string) => seen.find((s) => s.node === node && s.span.traceId === trace && s.span.name === name)?.span;
+    await until(() => find('node-a', created, 'tools/call task_nap') !== undefined && find('node-b', reader, 'tasks/get') !== undefined, 15_000, 'the create and read spans');
+    const creating = find('node-a', created, 'tools/call task_nap')!;
+    const read = find('node-b', reader, 'tasks/get')!;
+    expect(read.links?.map((l) => ({ traceId: l.traceId, spanId: l.spanId }))).toEqual([{ traceId: created, spanId: creating.spanId }]);
+    expect(text(read.links![0]!.attributes ?? [], 'mcp.task.id')).toBe(taskId);
   });
 });

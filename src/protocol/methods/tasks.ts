@@ -63,6 +63,7 @@ export class TaskMethods {
   async #find(run: Run, params: Record<string, unknown> | undefined): Promise<TaskRecord> {
     const task = await unavailable(this.#host.store.get(taskIdOf(params), run.info.scope));
     if (task === undefined) throw kTaskNotFound;
+    run.linkTask(task);
     return task;
   }
 
@@ -111,6 +112,7 @@ export class TaskMethods {
     // as cancelled before the check reads it, and this dialect must refuse only tasks already ended.
     const before = await unavailable(this.#host.store.get(taskId, run.info.scope));
     if (before === undefined) throw kTaskNotFound;
+    run.linkTask(before);
     if (isTerminal(before.status)) throw new ProtocolError(ErrorCode.InvalidParams, `Cannot cancel task in terminal status: ${before.status}`);
     this.#raise(run, taskId);
     const after = await unavailable(this.#host.store.cancel(taskId, run.info.scope, 'Cancelled by the client')) ?? before;
@@ -125,6 +127,7 @@ export class TaskMethods {
     this.#raise(run, taskId);
     const task = await unavailable(this.#host.store.cancel(taskId, run.info.scope, 'Cancelled by the client'));
     if (task === undefined) throw kTaskNotFound;
+    run.linkTask(task);
     return {};
   }
 
@@ -138,6 +141,7 @@ export class TaskMethods {
     if (problem !== undefined) throw new ProtocolError(ErrorCode.InvalidParams, `inputResponses is ${problem.message}`);
     const task = await this.#host.store.respond(taskId, run.info.scope, responses as Record<string, unknown>);
     if (task === undefined) throw kTaskNotFound;
+    run.linkTask(task);
     return {};
   }
 

@@ -93,7 +93,7 @@ export class TaskCalls {
       record = await host.store.create({
         taskId: task.taskId, owner: task.owner, client: run.info.client, dialect: 'legacy', toolName: task.tool.name, runner: host.runner,
         ttlMs: typeof ttl === 'number' && Number.isSafeInteger(ttl) && ttl > 0 ? ttl : undefined,
-        progressToken: task.progressToken,
+        progressToken: task.progressToken, traceparent: run.traceContext()?.traceparent,
       });
     } catch (error) {
       unlink();
@@ -155,7 +155,7 @@ export class TaskCalls {
     const host = this.#host!;
     let record;
     try {
-      record = await host.store.create({ taskId: task.taskId, owner: task.owner, client: run.info.client, dialect: 'modern', toolName: task.tool.name, runner: host.runner });
+      record = await host.store.create({ taskId: task.taskId, owner: task.owner, client: run.info.client, dialect: 'modern', toolName: task.tool.name, runner: host.runner, traceparent: run.traceContext()?.traceparent });
     } catch (error) {
       // A client at its own quota is refused (429), not served without a task: serving it would let
       // one client hold as many open requests as it likes past its share.

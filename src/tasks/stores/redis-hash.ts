@@ -25,6 +25,7 @@ export function createFields(record: TaskRecord): (string | number)[] {
     'poll', record.pollIntervalMs, 'version', record.version, 'expiresAt', expiresAt(record), 'bytes', 0,
   ];
   if (record.progressToken !== undefined) fields.push('ptoken', JSON.stringify(record.progressToken));
+  if (record.traceparent !== undefined) fields.push('trace', record.traceparent);
   return fields;
 }
 
@@ -85,6 +86,7 @@ export function decodeRow(f: Record<string, string>): Row | undefined {
   if (f.reqs !== undefined) record.inputRequests = JSON.parse(f.reqs) as TaskRecord['inputRequests'];
   if (f.resps !== undefined) record.inputResponses = JSON.parse(f.resps) as TaskRecord['inputResponses'];
   if (f.ptoken !== undefined) record.progressToken = JSON.parse(f.ptoken) as string | number;
+  if (f.trace !== undefined) record.traceparent = f.trace;
   if (f.progress !== undefined) record.progress = JSON.parse(f.progress) as TaskRecord['progress'];
   const seen = f.seen === undefined ? [] : JSON.parse(f.seen) as string[];
   return { record: deepFreeze(record), seen, expiresAt: Number(f.expiresAt) };

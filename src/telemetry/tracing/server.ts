@@ -7,7 +7,7 @@
  */
 import { threadId } from 'node:worker_threads';
 import type * as Api from '@opentelemetry/api';
-import { activeTracer, carriedOf, loadOtelApi, metaContext } from './otel.js';
+import { activeTracer, carriedOf, loadOtelApi, metaContext, parseTraceparent } from './otel.js';
 import type { CarriedTrace, OtelApi } from './otel.js';
 
 /** A request's span (the API's type, kept opaque to callers). */
@@ -111,6 +111,12 @@ export class ServerTracer {
   /** The span's context as plain strings (for the `_meta` of a request the server sends the client). */
   carried(span: RequestSpan): CarriedTrace | undefined {
     return carriedOf(this.#api, span);
+  }
+
+  /** A link from the span to another span by its traceparent (a task's creating request); ignored when malformed. */
+  link(span: RequestSpan, traceparent: string, attributes: Api.Attributes): void {
+    const context = parseTraceparent(traceparent);
+    if (context !== undefined) span.addLink({ context: { ...context, isRemote: true }, attributes });
   }
 
   /** An event on the span (cancel received, client gone, killed...). */
