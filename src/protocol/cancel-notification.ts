@@ -1,5 +1,5 @@
 import type { Registry } from '../registry/index.js';
-import type { CancelOutcome } from '../telemetry/tracing/cancel-spans.js';
+import type { CancelOutcome } from '../telemetry/tracing/server.js';
 import type { CarriedTrace } from '../telemetry/tracing/otel.js';
 import { validRequestId } from '../registry/index.js';
 import type { EngineConfig } from './contract.js';

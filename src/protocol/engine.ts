@@ -1,5 +1,4 @@
 import { Counter } from '../telemetry/counters.js';
-import { CancelSpans } from '../telemetry/tracing/cancel-spans.js';
 import type { ListKind } from '../tools/context.js';
 import { cancelNotification } from './cancel-notification.js';
 import { CatalogIndex } from './catalog-index.js';
@@ -41,8 +40,6 @@ export class Engine {
   readonly #running = new AsyncRuns<Run>();
   readonly #listeners: Listeners;
   readonly #clientRequests: ClientRequests;
-  /** Spans of notifications/cancelled, made when requests get spans. */
-  readonly #cancelSpans: CancelSpans | undefined;
   readonly #failureLog = new LogBudget(10, 60_000);
   /** Tasks whose tool is still running here (shutdown cancels them). */
   readonly #tasks = new Set<TaskRun>();
@@ -55,7 +52,6 @@ export class Engine {
     const index = new CatalogIndex(config.catalog);
     this.#listeners = new Listeners(index, config.tasks?.store);
     this.#clientRequests = new ClientRequests(config.forwardResponse, config.nodeId);
-    this.#cancelSpans = config.tracer === undefined ? undefined : CancelSpans.create();
     const clientRequests = this.#clientRequests;
     const taskHost: TaskHost | undefined = config.tasks === undefined ? undefined : {
       registry: config.registry,
@@ -153,15 +149,10 @@ export class Engine {
   handleNotification(method: string, params: unknown, info: RequestInfo): ProtocolError | undefined {
     this.config.counters.add(Counter.Notifications);
     if (method !== 'notifications/cancelled') return undefined;
-    const { registry, log, forwardCancel } = this.config;
-    const spans = this.#cancelSpans;
-    if (spans === undefined) {
-      const outcome = cancelNotification(registry, log, params, info.scope, forwardCancel);
-      return typeof outcome === 'string' ? undefined : outcome;
-    }
-    const span = spans.received(params, info.scope, info.version, this.config.tracer!.transport);
-    const outcome = cancelNotification(registry, log, params, info.scope, forwardCancel, spans.carried(span));
-    spans.end(span, typeof outcome === 'string' ? outcome : outcome.rpcCode);
+    const { registry, log, forwardCancel, tracer } = this.config;
+    const span = tracer?.cancelReceived(params, info.scope, info.version);
+    const outcome = cancelNotification(registry, log, params, info.scope, forwardCancel, span === undefined ? undefined : tracer!.carried(span));
+    if (span !== undefined) tracer!.endCancel(span, typeof outcome === 'string' ? outcome : outcome.rpcCode);
     return typeof outcome === 'string' ? undefined : outcome;
   }
 

@@ -3,8 +3,9 @@ import type { Registry, TrackHandle } from '../registry/index.js';
 import { requestKilledChannel, requestStopChannel } from '../telemetry/channels.js';
 import { Counter } from '../telemetry/counters.js';
 import type { ServerCounters, TargetSlots } from '../telemetry/counters.js';
-import type { RequestSpan, ServerTracer } from '../telemetry/tracing/server.js';
+import type { RequestContext, RequestSpan, ServerTracer } from '../telemetry/tracing/server.js';
 import type { CarriedTrace } from '../telemetry/tracing/otel.js';
+import type { TaskDialect } from '../tasks/task.js';
 import type { AsyncRuns } from './async-runs.js';
 import { ToolContext, kLogLevels } from '../tools/context.js';
 import { requestLogLine } from './request-log.js';
@@ -99,8 +100,9 @@ export class Run implements Running, ContextHost {
   #ended = false;
   #kill: ReturnType<typeof setTimeout> | undefined;
   #poolAbort: AbortController | undefined;
-  /** This request's server span, when tracing is on. */
+  /** This request's server span, when tracing is on, and the context its handler runs in. */
   #span: RequestSpan | undefined;
+  #spanContext: RequestContext | undefined;
   #inFlight: TargetSlots | undefined; // its in-flight gauge (see `enterInFlight`)
   #entered = false;
 
@@ -124,14 +126,15 @@ export class Run implements Running, ContextHost {
 
   /** Opens the request's server span (tracing on only), before `start`. */
   trace(tracer: ServerTracer, names: Method['names'], params: Record<string, unknown> | undefined): void {
-    this.#span = tracer.start(this.method, this.target, names, this.id as string | number, params, this.info.version, this.info.scope, this.#reply.traceHeaders?.());
+    this.#spanContext = tracer.start(this.method, this.target, names, this.id as string | number, params, this.info.version, this.info.scope, this.#reply.traceHeaders?.());
+    this.#span = tracer.spanOf(this.#spanContext);
   }
 
   start(handler: Handler, params: Record<string, unknown> | undefined): void {
     let out: unknown;
     try {
       // With a span, the handler runs inside it: spans the tool makes are its children.
-      out = this.#span === undefined ? handler(this, params) : this.#host.tracer!.within(this.#span, handler, this, params);
+      out = this.#spanContext === undefined ? handler(this, params) : this.#host.tracer!.within(this.#spanContext, handler, this, params);
     } catch (error) {
       this.fail(error);
       return;
@@ -318,9 +321,16 @@ export class Run implements Running, ContextHost {
     this.spanEvent('mcp.cancel.observed', {});
   }
 
-  /** A child span of this request's (tracing on only): a task's, which lives on after the request. */
-  childSpan(name: string, attributes: Record<string, string | number>): RequestSpan | undefined {
-    return this.#span === undefined ? undefined : this.#host.tracer!.child(this.#span, name, attributes);
+  /**
+   * The call became a task (tracing on only): an `mcp.task.created` event on this request's span,
+   * and the task's own span, its child (the task lives on after the request).
+   */
+  taskSpan(taskId: string, dialect: TaskDialect, tool: string): RequestSpan | undefined {
+    const span = this.#span;
+    if (span === undefined) return undefined;
+    const tracer = this.#host.tracer!;
+    tracer.event(span, 'mcp.task.created', { 'mcp.task.id': taskId, 'mcp.task.dialect': dialect });
+    return tracer.child(span, `mcp.task ${tool}`, { 'mcp.task.id': taskId, 'mcp.task.dialect': dialect, 'gen_ai.tool.name': tool });
   }
 
   /**

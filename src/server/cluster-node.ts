@@ -17,7 +17,7 @@ import { validRequestId } from '../registry/index.js';
 import { kNotReady } from '../transport/http/readiness.js';
 import type { ServerLogSink, ResolvedCluster } from './options.js';
 import { Counter } from '../telemetry/counters.js';
-import { CancelSpans } from '../telemetry/tracing/cancel-spans.js';
+import { ServerTracer } from '../telemetry/tracing/server.js';
 import type { CarriedTrace } from '../telemetry/tracing/otel.js';
 import type { ServerCounters } from '../telemetry/counters.js';
 import type { ListKind } from '../tools/context.js';
@@ -46,7 +46,7 @@ export class ClusterNode {
   readonly #deps: ClusterNodeDeps;
   readonly #buckets = new Map<string, TokenBucket>();
   /** Spans of the cancels other nodes relay here, when the `tracing` module registered a provider in this thread. */
-  readonly #spans = CancelSpans.create();
+  readonly #spans = ServerTracer.create('tcp');
 
   static async start(deps: ClusterNodeDeps): Promise<ClusterNode> {
     const node = new ClusterNode(deps);
@@ -110,9 +110,9 @@ export class ClusterNode {
     switch (message.k) {
       case 'c': {
         const spans = this.#spans;
-        const span = spans?.relayed(message.p === undefined ? undefined : { traceparent: message.p, tracestate: message.q }, message.i, message.f, this.#deps.cluster.nodeId);
+        const span = spans?.cancelRelayed(message.p === undefined ? undefined : { traceparent: message.p, tracestate: message.q }, message.i, message.f, this.#deps.cluster.nodeId);
         const outcome = this.#applyCancel(message);
-        if (span !== undefined) spans!.end(span, outcome);
+        if (span !== undefined) spans!.endCancel(span, outcome);
         return;
       }
       case 'a':

@@ -27,8 +27,9 @@ describe('ServerTracer.within', () => {
   it('runs the handler with the request span active and the _meta baggage, and derived contexts work', async () => {
     const tracer = ServerTracer.create('tcp', api)!;
     expect(tracer).toBeDefined();
-    const span = tracer.start('tools/call', 'echo', 'name', 1, { name: 'echo', _meta: meta }, '2025-11-25', 'client:x');
-    const seen = await tracer.within(span, async (a: number, b: number) => {
+    const context = tracer.start('tools/call', 'echo', 'name', 1, { name: 'echo', _meta: meta }, '2025-11-25', 'client:x');
+    const span = tracer.spanOf(context);
+    const seen = await tracer.within(context, async (a: number, b: number) => {
       const before = api.trace.getActiveSpan();
       await new Promise((resolve) => setTimeout(resolve, 2));
       const afterAwait = api.trace.getActiveSpan();
@@ -60,8 +61,9 @@ describe('ServerTracer.within', () => {
 
   it('a span started without _meta: the handler gets the span over the root context', () => {
     const tracer = ServerTracer.create('tcp', api)!;
-    const span = tracer.start('ping', '', undefined, 'p', undefined, '2025-11-25', 'client:x');
-    const seen = tracer.within(span, (_a: number, _b: number) => ({ active: api.trace.getActiveSpan(), baggage: api.propagation.getActiveBaggage() }), 0, 0);
+    const context = tracer.start('ping', '', undefined, 'p', undefined, '2025-11-25', 'client:x');
+    const span = tracer.spanOf(context);
+    const seen = tracer.within(context, (_a: number, _b: number) => ({ active: api.trace.getActiveSpan(), baggage: api.propagation.getActiveBaggage() }), 0, 0);
     tracer.end(span, '');
     expect(seen.active).toBe(span);
     expect(seen.baggage).toBeUndefined();

@@ -30,6 +30,12 @@ async function spanWhere(what: string, test: (s: SpanLine) => boolean): Promise<
   return spans().find(test)!;
 }
 const hex = (n: number, c: string) => c.repeat(n);
+/** A new legacy session on the HTTP server, and the headers its requests carry. */
+async function legacySession(): Promise<{ url: string; session: string; headers: Record<string, string> }> {
+  const { url } = running.address;
+  const session = await initialize(url);
+  return { url, session, headers: { 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' } };
+}
 
 let running: TestServer;
 beforeAll(async () => {
@@ -41,9 +47,7 @@ afterAll(async () => {
 
 describe('server spans', () => {
   it('legacy era: a SERVER span named "tools/call nap", parented by _meta traceparent, with the MCP attributes', async () => {
-    const { url } = running.address;
-    const session = await initialize(url);
-    const headers = { 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' };
+    const { url, session, headers } = await legacySession();
     const traceId = hex(32, 'a');
     const parent = hex(16, 'b');
     const res = await post(url, { jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'nap', arguments: { ms: 5 }, _meta: { traceparent: `00-${traceId}-${parent}-01`, tracestate: 'vendor=x1' } } }, headers);
@@ -80,9 +84,7 @@ describe('server spans', () => {
   });
 
   it('the HTTP traceparent header: linked when _meta has the parent, the parent when it has none', async () => {
-    const { url } = running.address;
-    const session = await initialize(url);
-    const headers = { 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' };
+    const { url, headers } = await legacySession();
     const metaTrace = hex(32, '2');
     const httpTrace = hex(32, '6');
     await post(url, { jsonrpc: '2.0', id: 'h1', method: 'tools/call', params: { name: 'nap', arguments: { ms: 1 }, _meta: { traceparent: `00-${metaTrace}-${hex(16, '3')}-01` } } }, { ...headers, traceparent: `00-${httpTrace}-${hex(16, '7')}-01` });
@@ -142,9 +144,7 @@ describe('server spans', () => {
   });
 
   it('a cancel is an event on the cancelled request span', async () => {
-    const { url } = running.address;
-    const session = await initialize(url);
-    const headers = { 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' };
+    const { url, session, headers } = await legacySession();
     const traceId = hex(32, 'e');
     const call = post(url, { jsonrpc: '2.0', id: 'w', method: 'tools/call', params: { name: 'wait_cancel', arguments: {}, _meta: { traceparent: `00-${traceId}-${hex(16, 'f')}-01` } } }, headers);
     await new Promise((r) => setTimeout(r, 300));
@@ -160,9 +160,7 @@ describe('server spans', () => {
   });
 
   it('a task created by tools/call is an event on the request span, naming the task', async () => {
-    const { url } = running.address;
-    const session = await initialize(url);
-    const headers = { 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' };
+    const { url, headers } = await legacySession();
     const traceId = hex(32, '5');
     const res = await post(url, { jsonrpc: '2.0', id: 't1', method: 'tools/call', params: { name: 'task_nap', arguments: { ms: 1 }, task: { ttl: 60_000 }, _meta: { traceparent: `00-${traceId}-${hex(16, '6')}-01` } } }, headers);
     expect(res.status).toBe(200);
@@ -175,9 +173,7 @@ describe('server spans', () => {
   });
 
   it('a task has a span of its own, the request span\'s child: its status changes are events, wherever the change was made', async () => {
-    const { url } = running.address;
-    const session = await initialize(url);
-    const headers = { 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' };
+    const { url, headers } = await legacySession();
     const taskOf = (body: string) => (JSON.parse(body.startsWith('{') ? body : body.split('\n').find((l) => l.startsWith('data: '))!.slice(6)) as { result: { task: { taskId: string } } }).result.task.taskId;
     // Completed by its tool.
     const doneTrace = hex(32, '3');
@@ -262,9 +258,7 @@ describe('client spans', () => {
   });
 
   it('a cancel of nothing in flight: its span says ignored; a malformed one: the refusal\'s code', async () => {
-    const { url } = running.address;
-    const session = await initialize(url);
-    const headers = { 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' };
+    const { url, session, headers } = await legacySession();
     const traceId = hex(32, '7');
     await post(url, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'nobody', _meta: { traceparent: `00-${traceId}-${hex(16, '8')}-01` } } }, headers);
     const ignored = await spanWhere('the ignored cancel span', (s) => s.traceId === traceId && s.name === 'notifications/cancelled');

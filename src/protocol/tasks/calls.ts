@@ -101,8 +101,7 @@ export class TaskCalls {
       throw storeRefusal(error, host);
     }
     unlink();
-    run.spanEvent('mcp.task.created', { 'mcp.task.id': record.taskId, 'mcp.task.dialect': 'legacy' });
-    const span = run.childSpan(`mcp.task ${task.tool.name}`, { 'mcp.task.id': record.taskId, 'mcp.task.dialect': 'legacy', 'gen_ai.tool.name': task.tool.name });
+    const span = run.taskSpan(record.taskId, 'legacy', task.tool.name);
     let output: ToolOutput | Promise<ToolOutput>;
     try {
       output = task.invoke(args, input);
@@ -175,8 +174,7 @@ export class TaskCalls {
       }
     }
     unlink();
-    run.spanEvent('mcp.task.created', { 'mcp.task.id': record.taskId, 'mcp.task.dialect': 'modern' });
-    const span = run.childSpan(`mcp.task ${task.tool.name}`, { 'mcp.task.id': record.taskId, 'mcp.task.dialect': 'modern', 'gen_ai.tool.name': task.tool.name });
+    const span = run.taskSpan(record.taskId, 'modern', task.tool.name);
     if (run.cancelled) task.cancel('the request was cancelled');
     task.created(output, span);
     return { ...modernTask(record, false), resultType: 'task' };

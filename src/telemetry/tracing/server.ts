@@ -13,6 +13,12 @@ import type { CarriedTrace, OtelApi } from './otel.js';
 /** A request's span (the API's type, kept opaque to callers). */
 export type RequestSpan = Api.Span;
 
+/** The context a request's handler runs in: the span's parent context (baggage included) with the span active. */
+export type RequestContext = Api.Context;
+
+/** What became of a cancel: `sluice.cancel.outcome`. */
+export type CancelOutcome = 'applied' | 'forwarded' | 'ignored' | 'not_in_flight' | 'refused';
+
 /** How the requests of this engine arrive (`network.transport`). */
 export type NetworkTransport = 'tcp' | 'pipe';
 
@@ -23,14 +29,6 @@ export class ServerTracer {
   readonly #api: OtelApi;
   readonly #tracer: Api.Tracer;
   readonly #transport: NetworkTransport;
-  /**
-   * The context the last span started in (its `_meta` parent, baggage included, or the root),
-   * for `within`: the engine starts a request's span and runs its handler in the same turn, so
-   * the handler's context is built from it, not from whatever is active, without storing a
-   * context per request. Cleared by `within`.
-   */
-  #startedSpan: RequestSpan | undefined;
-  #startedIn: Api.Context | undefined;
 
   /** A tracer if `@opentelemetry/api` is installed and an SDK registered a provider in this thread. */
   static create(transport: NetworkTransport, api: OtelApi | undefined = loadOtelApi()): ServerTracer | undefined {
@@ -44,17 +42,13 @@ export class ServerTracer {
     this.#transport = transport;
   }
 
-  /** How this engine's requests arrive. */
-  get transport(): NetworkTransport {
-    return this.#transport;
-  }
-
   /**
-   * A SERVER span `{mcp.method.name} {target}`, its parent the `traceparent` in `params._meta`; the
-   * carrier's context (`headers`: HTTP's traceparent header) is linked, or is the parent when
-   * `_meta` has none (else a new trace).
+   * Starts a SERVER span `{mcp.method.name} {target}`, its parent the `traceparent` in
+   * `params._meta`; the carrier's context (`headers`: HTTP's traceparent header) is linked, or is
+   * the parent when `_meta` has none (else a new trace). Returns the context the handler runs in
+   * (`within`): the parent's, so the `_meta` baggage is the tool's too, with the span active.
    */
-  start(method: string, target: string, names: 'name' | 'uri' | undefined, id: string | number, params: Record<string, unknown> | undefined, version: string, scope: string, headers?: CarriedTrace): RequestSpan {
+  start(method: string, target: string, names: 'name' | 'uri' | undefined, id: string | number, params: Record<string, unknown> | undefined, version: string, scope: string, headers?: CarriedTrace): RequestContext {
     const api = this.#api;
     const attributes: Api.Attributes = {
       'mcp.method.name': method,
@@ -83,21 +77,19 @@ export class ServerTracer {
       if (linked.spanId !== api.trace.getSpanContext(meta)!.spanId) links = [{ context: linked }];
     }
     const span = this.#tracer.startSpan(target === '' ? method : `${method} ${target}`, { kind: api.SpanKind.SERVER, attributes, links }, parent);
-    this.#startedSpan = span;
-    this.#startedIn = parent;
-    return span;
+    return api.trace.setSpan(parent, span);
   }
 
-  /**
-   * Runs `fn` with `span` as the active span, so spans a tool makes are its children, in the
-   * context the span started in (the `_meta` baggage is the tool's too).
-   */
-  within<A, B, R>(span: RequestSpan, fn: (a: A, b: B) => R, a: A, b: B): R {
-    const api = this.#api;
-    const parent = span === this.#startedSpan ? this.#startedIn! : api.context.active();
-    this.#startedSpan = this.#startedIn = undefined;
-    return api.context.with(api.trace.setSpan(parent, span), fn, undefined, a, b);
+  /** The span a `start` context holds. */
+  spanOf(context: RequestContext): RequestSpan {
+    return this.#api.trace.getSpan(context)!;
   }
+
+  /** Runs `fn` in a request's context (`start`): spans a tool makes are children of the request's. */
+  within<A, B, R>(context: RequestContext, fn: (a: A, b: B) => R, a: A, b: B): R {
+    return this.#api.context.with(context, fn, undefined, a, b);
+  }
+
 
   /**
    * An INTERNAL span, a child of `parent`, for work that outlives the request (a task: it runs on
@@ -122,6 +114,36 @@ export class ServerTracer {
   /** An event on the span (cancel received, client gone, killed...). */
   event(span: RequestSpan, name: string, attributes: Api.Attributes): void {
     span.addEvent(name, { 'thread.id': threadId, ...attributes });
+  }
+
+  /**
+   * A client's `notifications/cancelled`, received here: a SERVER span, its parent the context in
+   * the notification's `_meta` (the Sluice client puts its request span's there).
+   */
+  cancelReceived(params: unknown, scope: string, version: string): RequestSpan {
+    const api = this.#api;
+    const p = params !== null && typeof params === 'object' ? params as Record<string, unknown> : undefined;
+    const meta = p?._meta !== null && typeof p?._meta === 'object' ? p._meta as Record<string, unknown> : undefined;
+    const attributes: Api.Attributes = { 'mcp.method.name': 'notifications/cancelled', 'mcp.protocol.version': version, 'network.transport': this.#transport };
+    if (scope.startsWith('session:')) attributes['mcp.session.id'] = scope.slice(8);
+    const id = p?.requestId;
+    if (typeof id === 'string' || typeof id === 'number') attributes['sluice.cancel.request_id'] = String(id);
+    return this.#tracer.startSpan('notifications/cancelled', { kind: api.SpanKind.SERVER, attributes }, metaContext(api, meta) ?? api.ROOT_CONTEXT);
+  }
+
+  /** Another node's cancel, from the bus: a CONSUMER span, its parent the sending node's span (`carried`). */
+  cancelRelayed(carried: CarriedTrace | undefined, requestId: string | number, fromNode: string, nodeId: string): RequestSpan {
+    const api = this.#api;
+    return this.#tracer.startSpan('notifications/cancelled', {
+      kind: api.SpanKind.CONSUMER,
+      attributes: { 'mcp.method.name': 'notifications/cancelled', 'sluice.cancel.request_id': String(requestId), 'sluice.cluster.from_node': fromNode, 'sluice.cluster.node_id': nodeId },
+    }, metaContext(api, carried as Record<string, unknown> | undefined) ?? api.ROOT_CONTEXT);
+  }
+
+  /** Ends a cancel's span: what became of it, or a refusal's JSON-RPC code (then it is an error, as `end` makes it). */
+  endCancel(span: RequestSpan, outcome: CancelOutcome | number): void {
+    span.setAttribute('sluice.cancel.outcome', typeof outcome === 'number' ? 'refused' : outcome);
+    this.end(span, typeof outcome === 'number' ? String(outcome) : '');
   }
 
   /** Ends the span with the request's outcome. */
