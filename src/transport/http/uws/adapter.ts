@@ -2,9 +2,10 @@ import { SluiceError } from '../../../errors.js';
 import type { AdapterOptions, Listening } from '../adapter.js';
 import type { BodyCallback, Exchange } from '../exchange.js';
 import { kAdapterRefusal, kStatusText } from '../exchange.js';
-import { addressText, collectHeaders, framingFault } from './framing.js';
+import { collectHeaders, framingFault } from './framing.js';
 import { loadUws } from './load.js';
 import type { UwsRequest, UwsResponse } from './load.js';
+import { ConnectionPeers } from './peers.js';
 
 // One corked write or response without a closure per call (cork runs its callback synchronously).
 let corkRes: UwsResponse;
@@ -54,8 +55,13 @@ function upperMethod(method: string): string {
 export function listenUws(options: AdapterOptions): Promise<Listening> {
   const uws = loadUws();
   const open = new OpenExchanges();
-  const app = uws.App().any('/*', (res, req) => {
-    const ex = new UwsExchange(res, req, options, open);
+  const peers = new ConnectionPeers();
+  const app = uws.App();
+  // Before any connection can open: a connection whose opening went unreported would be taken
+  // for one of the others (see peers.ts).
+  app.filter?.(peers.changed);
+  app.any('/*', (res, req) => {
+    const ex = new UwsExchange(res, req, options, open, peers);
     // Refused for its framing: already answered (and the connection closing); nothing else runs.
     if (!ex.refused) options.handler(ex);
   });
@@ -149,6 +155,7 @@ class UwsExchange implements Exchange {
   readonly #res: UwsResponse;
   readonly #headers = new Map<string, string>();
   readonly #open: OpenExchanges;
+  readonly #peers: ConnectionPeers;
   /** Links of `OpenExchanges` (while listed). */
   linkPrev: UwsExchange | undefined = undefined;
   linkNext: UwsExchange | undefined = undefined;
@@ -176,9 +183,10 @@ class UwsExchange implements Exchange {
   #held = 0;
   #watching = false;
 
-  constructor(res: UwsResponse, req: UwsRequest, options: AdapterOptions, open: OpenExchanges) {
+  constructor(res: UwsResponse, req: UwsRequest, options: AdapterOptions, open: OpenExchanges, peers: ConnectionPeers) {
     this.#res = res;
     this.#open = open;
+    this.#peers = peers;
     const method = upperMethod(req.getMethod());
     this.method = method;
     const url = req.getUrl();
@@ -186,7 +194,7 @@ class UwsExchange implements Exchange {
     this.path = q === -1 ? url : url.slice(0, q);
     // HttpRequest lives only in this synchronous call: copy what we need now, in one pass.
     this.duplicateHeader = collectHeaders(req, this.#headers, options.allHeaders);
-    const fault = framingFault(res);
+    const fault = framingFault(res, peers);
     if (fault !== undefined) {
       // Answered at once, and the connection closed after it: nothing after these headers is read
       // as another request.
@@ -243,7 +251,7 @@ class UwsExchange implements Exchange {
   /** Read on first use (most requests are scoped by session): the response is valid until it ends. */
   get remoteAddress(): string {
     if (this.#remoteAddress === undefined) {
-      this.#remoteAddress = this.aborted || this.#ended ? '' : addressText(this.#res);
+      this.#remoteAddress = this.aborted || this.#ended ? '' : this.#peers.address(this.#res);
     }
     return this.#remoteAddress;
   }

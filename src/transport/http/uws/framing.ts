@@ -7,27 +7,7 @@
 import { collectHeader, kAdapterRefusal, kMaxHeaderBytes, kMaxHeaderCount } from '../exchange.js';
 import type { AdapterRefusal } from '../exchange.js';
 import type { UwsRequest, UwsResponse } from './load.js';
-
-const kDecoder = new TextDecoder();
-/**
- * The last peer address seen by this thread, binary and as text: keep-alive clients send request
- * after request from one address, and comparing ≤ 16 bytes is cheaper than formatting them again.
- */
-let lastAddress = new Uint8Array(0);
-let lastAddressText = '';
-
-/** The peer's address as text. */
-export function addressText(res: UwsResponse): string {
-  const bytes = new Uint8Array(res.getRemoteAddress());
-  if (bytes.length === lastAddress.length) {
-    let i = 0;
-    while (i < bytes.length && bytes[i] === lastAddress[i]) i++;
-    if (i === bytes.length) return lastAddressText;
-  }
-  lastAddress = bytes;
-  lastAddressText = kDecoder.decode(res.getRemoteAddressAsText());
-  return lastAddressText;
-}
+import type { ConnectionPeers } from './peers.js';
 
 // `HttpRequest.forEach` calls back synchronously: two module-level callbacks and the map they fill
 // spare a closure per request. They also count what the framing checks need (every header, wanted
@@ -85,22 +65,22 @@ function forgetRefusedPeer(): void {
  * in front may take for this one's body (request smuggling). The parser of some uWS builds lets
  * such requests through, so they are checked here.
  */
-export function framingFault(res: UwsResponse): AdapterRefusal | undefined {
-  const fault = firstFault(res);
+export function framingFault(res: UwsResponse, peers: ConnectionPeers): AdapterRefusal | undefined {
+  const fault = firstFault(res, peers);
   if (fault !== undefined) {
     if (refusedPeer === undefined) setImmediate(forgetRefusedPeer);
-    refusedPeer = addressText(res);
+    refusedPeer = peers.address(res);
   }
   return fault;
 }
 
-function firstFault(res: UwsResponse): AdapterRefusal | undefined {
+function firstFault(res: UwsResponse, peers: ConnectionPeers): AdapterRefusal | undefined {
   // uWS answers and closes only once it has parsed all the bytes it read from this connection, and
   // hands the handler each request in them meanwhile, synchronously: a smuggled request that came
   // in the same read as a refused one is refused too: same peer address, same turn of the event loop
   // (uWS.js runs microtasks between requests, so the mark lasts until setImmediate). Another
   // connection from that address whose request lands in that very turn is refused as well.
-  if (refusedPeer !== undefined && addressText(res) === refusedPeer) return kAdapterRefusal.badFraming;
+  if (refusedPeer !== undefined && peers.address(res) === refusedPeer) return kAdapterRefusal.badFraming;
   if (headerCount > kMaxHeaderCount || headerBytes > kMaxHeaderBytes) return kAdapterRefusal.headersTooLarge;
   if (contentLengths > 1 || (contentLengths === 1 && transferEncoding)) return kAdapterRefusal.badFraming;
   if (contentLengths === 1 && !/^[0-9]{1,15}$/.test(collecting.get('content-length') ?? '')) return kAdapterRefusal.badFraming;

@@ -29,6 +29,8 @@ export interface UwsApp {
   any(pattern: string, handler: (res: UwsResponse, req: UwsRequest) => void): UwsApp;
   listen(host: string, port: number, cb: (socket: unknown) => void): UwsApp;
   close?(): void;
+  /** Connections opening (count 1) and closing (-1); uWS ≥ v20.4x only (not the trufflesuite v20.30 build). */
+  filter?(cb: (res: UwsResponse, count: number) => void): UwsApp;
 }
 export interface Uws {
   App(options?: Record<string, unknown>): UwsApp;
