@@ -9,9 +9,9 @@
  *   Target: >= 0.75.
  *
  * Every server is pinned to CPU 1 and wrk -t1 to CPU 0; the servers of one Node line start once and
- * stay up, and each rep runs the endpoints in a rotated order, so drift favours none. Ratios are
- * per rep (req/s, and server CPU per request, which other load on a shared machine moves less),
- * with min–max and median. Writes bench/results/node-lines.{md,json,svg} (or `--out NAME`).
+ * stay up. Each Sluice run sits between two runs of its own ceiling, and its ratio is to their mean
+ * (see `schedule`), so the machine drifting between runs favours neither. Ratios are per rep
+ * (req/s, and server CPU per request), with min–max and median. Writes bench/results/node-lines.{md,json,svg} (or `--out NAME`).
  *
  *   npm run build && node dist/bench/node-lines.js [--reps 3] [--seconds 4] [--connections 32] [--lines 22,24] [--no-uws]
  */
@@ -117,15 +117,53 @@ function checkStack(spec: ServerSpec, headers: Record<string, string | string[] 
   if (uws !== spec.uws) throw new Error(`${spec.label}: answered by ${uws ? 'uWebSockets.js' : 'node:http'}, expected ${spec.uws ? 'uWS' : 'node:http'}`);
 }
 
-interface LineResult { line: number; version: string; rps: Record<string, number[]>; cpu: Record<string, number[]> }
+interface LineResult {
+  line: number; version: string; rps: Record<string, number[]>; cpu: Record<string, number[]>;
+  /** Per ratio (its `of` key), per rep: Sluice ÷ the mean of the raw runs just before and after it. */
+  ratioRps: Record<string, number[]>; ratioCpu: Record<string, number[]>;
+}
+
+/**
+ * One rep's schedule. This VM's speed drifts by up to 2× within a minute (a neighbour's load that
+ * /proc/stat does not show as steal), so each Sluice run is measured between two runs of its own
+ * ceiling, seconds apart: raw, Sluice, raw, Sluice, raw for each ceiling, a raw run shared by the
+ * Sluice runs on either side of it. The groups' order rotates per rep, and the Sluice runs inside
+ * a group alternate, so no run is always first.
+ */
+function schedule(rep: number, ratios: readonly RatioSpec[]): { over: string; of: string[] }[] {
+  const groups: { over: string; of: string[] }[] = [];
+  for (const q of ratios) {
+    const g = groups.find((x) => x.over === q.over);
+    if (g === undefined) groups.push({ over: q.over, of: [q.of] });
+    else g.of.push(q.of);
+  }
+  const rotated = groups.map((_, i) => groups[(i + rep) % groups.length]!);
+  return rotated.map((g) => ({ over: g.over, of: rep % 2 === 0 ? g.of : [...g.of].reverse() }));
+}
 
 async function measureLine(line: number): Promise<LineResult> {
   const version = execFileSync(kNodeBin(line), ['--version'], { encoding: 'utf8' }).trim();
   const specs = kServerSpecs.filter((s) => withUws || !s.uws);
   const runs = kRunSpecs.filter((r) => specs.some((s) => s.key === r.server));
+  const ratios = kRatioSpecs.filter((q) => runs.some((r) => r.key === q.of) && runs.some((r) => r.key === q.over));
   const servers = new Map<ServerKey, Running>();
   const rps: Record<string, number[]> = {};
   const cpu: Record<string, number[]> = {};
+  const ratioRps: Record<string, number[]> = {};
+  const ratioCpu: Record<string, number[]> = {};
+  const measure = async (rep: number, key: string): Promise<{ rps: number; cpu: number }> => {
+    const r = runs.find((x) => x.key === key)!;
+    const s = servers.get(r.server)!;
+    // wrk, not `sluice bench`: each adapter against its own raw ceiling, which needs the
+    // strongest generator on the other core (wrk still costs less per request: about 13.5 µs of CPU against sluice bench's 14.6 at 53k req/s, bench/results/loadgen.md; near a ceiling every µs of the generator's core counts).
+    const w = await wrk(s.port, r.endpoint, connections, seconds, s.pid);
+    if (w.non2xx > 0) throw new Error(`Node ${line} ${r.label}: ${w.non2xx} non-2xx responses`);
+    const perRequest = (w.serverCpu * 1e6) / Math.max(1, w.requests);
+    rps[key]!.push(w.rps);
+    cpu[key]!.push(perRequest);
+    process.stderr.write(`Node ${line} rep ${rep + 1} ${r.label}: ${w.rps.toFixed(0)} req/s, ${perRequest.toFixed(1)} CPU µs/req\n`);
+    return { rps: w.rps, cpu: perRequest };
+  };
   try {
     for (const spec of specs) servers.set(spec.key, await startOn(line, spec));
     for (const r of runs) {
@@ -138,23 +176,26 @@ async function measureLine(line: number): Promise<LineResult> {
       rps[r.key] = [];
       cpu[r.key] = [];
     }
+    for (const q of ratios) {
+      ratioRps[q.of] = [];
+      ratioCpu[q.of] = [];
+    }
     for (let rep = 0; rep < reps; rep++) {
-      for (let k = 0; k < runs.length; k++) {
-        const r = runs[(k + rep) % runs.length]!;
-        const s = servers.get(r.server)!;
-        // wrk, not `sluice bench`: each adapter against its own raw ceiling, which needs the
-        // strongest generator on the other core (wrk still costs less per request: about 13.5 µs of CPU against sluice bench's 14.6 at 53k req/s, bench/results/loadgen.md; near a ceiling every µs of the generator's core counts).
-        const w = await wrk(s.port, r.endpoint, connections, seconds, s.pid);
-        if (w.non2xx > 0) throw new Error(`Node ${line} ${r.label}: ${w.non2xx} non-2xx responses`);
-        rps[r.key]!.push(w.rps);
-        cpu[r.key]!.push((w.serverCpu * 1e6) / Math.max(1, w.requests));
-        process.stderr.write(`Node ${line} rep ${rep + 1} ${r.label}: ${w.rps.toFixed(0)} req/s, ${cpu[r.key]!.at(-1)!.toFixed(1)} CPU µs/req\n`);
+      for (const group of schedule(rep, ratios)) {
+        let before = await measure(rep, group.over);
+        for (const of of group.of) {
+          const sluice = await measure(rep, of);
+          const after = await measure(rep, group.over);
+          ratioRps[of]!.push(sluice.rps / ((before.rps + after.rps) / 2));
+          ratioCpu[of]!.push(((before.cpu + after.cpu) / 2) / sluice.cpu);
+          before = after;
+        }
       }
     }
   } finally {
     for (const s of servers.values()) await stopServer(s);
   }
-  return { line, version, rps, cpu };
+  return { line, version, rps, cpu, ratioRps, ratioCpu };
 }
 
 ensureTools();
@@ -166,21 +207,19 @@ interface RatioRow { line: number; name: string; target: number; rps: number[]; 
 const ratioRows: RatioRow[] = [];
 for (const res of results) {
   for (const q of kRatioSpecs) {
-    const of = res.rps[q.of];
-    const over = res.rps[q.over];
-    if (of === undefined || over === undefined) continue;
-    const r = of.map((x, i) => x / over[i]!);
-    const c = res.cpu[q.of]!.map((x, i) => res.cpu[q.over]![i]! / x);
+    const r = res.ratioRps[q.of];
+    const c = res.ratioCpu[q.of];
+    if (r === undefined || c === undefined) continue;
     ratioRows.push({ line: res.line, name: q.name, target: q.target, rps: r, cpu: c, met: median(r) >= q.target });
   }
 }
 
 const md = [
   '# S1 on Node 22 and 24: Sluice ÷ its own ceiling', '',
-  `Servers pinned to CPU 1, wrk -t1 to CPU 0, c = ${connections}, ${seconds} s per run, ${reps} reps in a rotated order. node:http rows on this machine; uWS rows inside the Debian 13 root of \`.ci/current-distro\` (the btc-vision build for that ABI). ${machineLine()}`, '',
+  `Servers pinned to CPU 1, wrk -t1 to CPU 0, c = ${connections}, ${seconds} s per run, ${reps} reps. Each Sluice run is measured between two runs of its own ceiling (raw, Sluice, raw, Sluice, raw per ceiling; groups rotated per rep), and its ratio is to the mean of those two: this VM's speed drifts by up to 2× within a minute. node:http rows on this machine; uWS rows inside the Debian 13 root of \`.ci/current-distro\` (the btc-vision build for that ABI). ${machineLine()}`, '',
   `Command: \`node dist/bench/node-lines.js --reps ${reps} --seconds ${seconds} --connections ${connections} --lines ${lines.join(',')}${withUws ? '' : ' --no-uws'}\``, '',
   '## Targets', '',
-  '| Node | ratio | target | req/s ratio per rep | min–max | median | CPU/req ratio median | status |', '|---|---|---:|---|---|---:|---:|---|',
+  '| Node | ratio | target | req/s ratio per rep (÷ the raw runs beside it) | min–max | median | CPU/req ratio median | status |', '|---|---|---:|---|---|---:|---:|---|',
   ...ratioRows.map((q) => {
     const r = range(q.rps);
     return `| ${q.line} | ${q.name} | ≥ ${q.target} | ${q.rps.map((x) => f(x, 3)).join(', ')} | ${f(r.min, 2)}–${f(r.max, 2)} | ${f(median(q.rps), 2)} | ${f(median(q.cpu), 2)} | ${q.met ? 'met' : 'missed'} |`;
@@ -189,7 +228,7 @@ const md = [
   '## Runs', '',
 ];
 for (const res of results) {
-  md.push(`### Node ${res.version}`, '', '| run | req/s per rep | median | CPU µs/req median |', '|---|---|---:|---:|');
+  md.push(`### Node ${res.version}`, '', '| run | req/s per run, in order (a ceiling runs beside each Sluice run) | median | CPU µs/req median |', '|---|---|---:|---:|');
   for (const r of kRunSpecs) {
     const x = res.rps[r.key];
     if (x === undefined) continue;
