@@ -7,7 +7,8 @@
  * - SDK: the trace SDK registered by the `tracing` module (bench/servers/otel-noop-setup.mjs): what
  *   NodeSDK sets up for traces (NodeTracerProvider, BatchSpanProcessor), every request a real
  *   span, the exporter dropping them; `--processor simple`: a SimpleSpanProcessor instead.
- * Targets: API only ≥ 0.98 of absent, SDK ≥ 0.80. Writes bench/results/otel-ab.md.
+ * Each of API only and SDK runs between two absent runs and is compared with their mean (this VM's
+ * speed drifts within a minute). Targets: API only ≥ 0.98 of absent, SDK ≥ 0.80. Writes bench/results/otel-ab.md.
  *
  *   npm run build && node dist/bench/otel-ab.js [--reps 3] [--seconds 3] [--connections 32] [--processor batch|simple] [--out NAME]
  */
@@ -56,19 +57,33 @@ const kRuns = [
 type Key = (typeof kRuns)[number]['key'];
 const rps: Record<Key, number[]> = { absent: [], api: [], sdk: [] };
 const cpu: Record<Key, number[]> = { absent: [], api: [], sdk: [] };
+/** Per rep: api or sdk ÷ the mean of the two absent runs beside it (req/s; CPU per request the other way up). */
+const ratios: Record<'api' | 'sdk', { rps: number[]; cpu: number[] }> = { api: { rps: [], cpu: [] }, sdk: { rps: [], cpu: [] } };
 const servers = new Map<Key, Running>();
+async function measure(rep: number, key: Key): Promise<{ rps: number; cpu: number }> {
+  const r = kRuns.find((x) => x.key === key)!;
+  const s = servers.get(key)!;
+  const w = await wrk(s.port, echo, connections, seconds, s.pid);
+  if (w.non2xx > 0) throw new Error(`${r.label}: ${w.non2xx} non-2xx responses`);
+  const perRequest = (w.serverCpu * 1e6) / Math.max(1, w.requests);
+  rps[key].push(w.rps);
+  cpu[key].push(perRequest);
+  process.stderr.write(`rep ${rep + 1} ${r.label}: ${w.rps.toFixed(0)} req/s, ${perRequest.toFixed(1)} CPU µs/req\n`);
+  return { rps: w.rps, cpu: perRequest };
+}
 try {
   for (const r of kRuns) servers.set(r.key, await startServer(r.args, 1));
   for (const r of kRuns) await wrk(servers.get(r.key)!.port, echo, connections, 2, servers.get(r.key)!.pid); // warm-up (JIT)
+  // absent, api, absent, sdk, absent (api and sdk swap places every other rep): each measured
+  // between two baseline runs seconds apart, since this VM's speed drifts by up to 2× within a minute.
   for (let rep = 0; rep < reps; rep++) {
-    for (let k = 0; k < kRuns.length; k++) {
-      const r = kRuns[(k + rep) % kRuns.length]!;
-      const s = servers.get(r.key)!;
-      const w = await wrk(s.port, echo, connections, seconds, s.pid);
-      if (w.non2xx > 0) throw new Error(`${r.label}: ${w.non2xx} non-2xx responses`);
-      rps[r.key].push(w.rps);
-      cpu[r.key].push((w.serverCpu * 1e6) / Math.max(1, w.requests));
-      process.stderr.write(`rep ${rep + 1} ${r.label}: ${w.rps.toFixed(0)} req/s, ${cpu[r.key].at(-1)!.toFixed(1)} CPU µs/req\n`);
+    let before = await measure(rep, 'absent');
+    for (const key of rep % 2 === 0 ? ['api', 'sdk'] as const : ['sdk', 'api'] as const) {
+      const it = await measure(rep, key);
+      const after = await measure(rep, 'absent');
+      ratios[key].rps.push(it.rps / ((before.rps + after.rps) / 2));
+      ratios[key].cpu.push(((before.cpu + after.cpu) / 2) / it.cpu);
+      before = after;
     }
   }
 } finally {
@@ -78,16 +93,15 @@ try {
 
 const f = (x: number, d = 3): string => x.toFixed(d);
 const ratioRow = (key: 'api' | 'sdk'): string => {
-  const byRps = rps[key].map((x, i) => x / rps.absent[i]!);
-  const byCpu = cpu[key].map((x, i) => cpu.absent[i]! / x);
+  const byRps = ratios[key].rps;
   const m = median(byRps);
-  return `| ${kRuns.find((r) => r.key === key)!.label} ÷ absent | ≥ ${kTargets[key]} | ${byRps.map((x) => f(x)).join(', ')} | ${f(Math.min(...byRps))}–${f(Math.max(...byRps))} | ${f(m)} | ${f(median(byCpu))} | ${m >= kTargets[key] ? 'met' : 'missed'} |`;
+  return `| ${kRuns.find((r) => r.key === key)!.label} ÷ absent | ≥ ${kTargets[key]} | ${byRps.map((x) => f(x)).join(', ')} | ${f(Math.min(...byRps))}–${f(Math.max(...byRps))} | ${f(m)} | ${f(median(ratios[key].cpu))} | ${m >= kTargets[key] ? 'met' : 'missed'} |`;
 };
 const lines = [
   '# What OpenTelemetry costs S1', '',
-  `Sluice's legacy echo, one HTTP worker (\`sluice-echo.mjs nosessions 1\`), server pinned to CPU 1 and wrk -t1 to CPU 0, c = ${connections}, ${seconds} s per run, ${reps} reps in a rotated order. ${machineLine()}`, '',
+  `Sluice's legacy echo, one HTTP worker (\`sluice-echo.mjs nosessions 1\`), server pinned to CPU 1 and wrk -t1 to CPU 0, c = ${connections}, ${seconds} s per run, ${reps} reps; each rep runs absent, API only, absent, SDK, absent (the middle two swap every other rep) and each ratio is to the mean of the two absent runs beside it. ${machineLine()}`, '',
   `Command: \`node dist/bench/otel-ab.js --reps ${reps} --seconds ${seconds} --connections ${connections} --processor ${processor}${out === 'otel-ab' ? '' : ` --out ${out}`}\``, '',
-  '| server | req/s per rep | server CPU µs/req per rep |', '|---|---|---|',
+  '| server | req/s per run, in order | server CPU µs/req per run |', '|---|---|---|',
   ...kRuns.map((r) => `| ${r.label} | ${rps[r.key].map((x) => x.toFixed(0)).join(', ')} | ${cpu[r.key].map((x) => x.toFixed(1)).join(', ')} |`),
   '', '| ratio | target | req/s ratio per rep | min–max | median | CPU/req ratio median | status |', '|---|---|---|---|---:|---:|---|',
   ratioRow('api'), ratioRow('sdk'), '',

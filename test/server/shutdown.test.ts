@@ -324,7 +324,10 @@ describe('Server.close() with requests in flight (API)', () => {
   // same contract for both adapters: with a keep-alive client, close() resolves as soon as the last
   // in-flight call is answered, not at the end of the grace period.
   const keepAliveCase = async (http: 'uws' | 'node') => {
-    const grace = 3_000;
+    // Long enough that half of it separates "answered, then closed" from "sat out the grace" even on
+    // a loaded CI box (with 3 s, node's close once took 2 010 ms under the full suite; alone it passed
+    // in every run).
+    const grace = 8_000;
     ts = await startServer({ http, shutdownGraceMs: grace, workers: 1, sessions: false });
     const { url } = ts.address;
     const agent = new Agent({ keepAlive: true });
