@@ -17,7 +17,7 @@ import type { Running } from './lib/process.js';
 import { writeResults } from './lib/report.js';
 import { asyncOf, checkEcho, legacyEcho, modernEcho } from './http/contenders.js';
 import type { Endpoint } from './http/wrk.js';
-import { ensureTools, start, wrk } from './http/wrk.js';
+import { cpuPerRequest, ensureTools, start, wrk } from './http/wrk.js';
 
 const opt = option;
 const reps = Number(opt('reps', '3'));
@@ -72,7 +72,7 @@ try {
       if (w.non2xx > 0) throw new Error(`${r.label}: ${w.non2xx} non-2xx responses`);
       rps[r.key].push(w.rps);
       /** Server CPU µs per request: less at the mercy of other load on the machine than req/s. */
-      cpu[r.key].push((w.serverCpu * 1e6) / Math.max(1, w.requests));
+      cpu[r.key].push(cpuPerRequest(w));
       process.stderr.write(`rep ${rep + 1} ${r.label}: ${w.rps.toFixed(0)} req/s, ${cpu[r.key].at(-1)!.toFixed(1)} CPU µs/req\n`);
     }
   }

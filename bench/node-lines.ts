@@ -11,7 +11,8 @@
  * Every server is pinned to CPU 1 and wrk -t1 to CPU 0; the servers of one Node line start once and
  * stay up. Each Sluice run sits between two runs of its own ceiling, and its ratio is to their mean
  * (see `schedule`), so the machine drifting between runs favours neither. Ratios are per rep
- * (req/s, and server CPU per request), with min–max and median. Writes bench/results/node-lines.{md,json,svg} (or `--out NAME`).
+ * (req/s, and server CPU per request), with min–max and median. Writes
+ * bench/results/node-lines.{md,json,svg} (or `--out NAME`).
  *
  *   npm run build && node dist/bench/node-lines.js [--reps 3] [--seconds 4] [--connections 32] [--lines 22,24] [--no-uws]
  */
@@ -28,7 +29,9 @@ import { median, range } from './lib/stats.js';
 import { svgHead, xmlEscape } from './lib/svg.js';
 import { asyncOf, checkEcho, legacyEcho, modernEcho } from './http/contenders.js';
 import type { Endpoint } from './http/wrk.js';
-import { ensureTools, kServers, wrk } from './http/wrk.js';
+import { cpuPerRequest, ensureTools, kServers, wrk } from './http/wrk.js';
+import { bracketed } from './lib/bracket.js';
+import type { Sample } from './lib/bracket.js';
 
 const argv = process.argv.slice(2);
 const opt = option;
@@ -124,11 +127,10 @@ interface LineResult {
 }
 
 /**
- * One rep's schedule. This VM's speed drifts by up to 2× within a minute (a neighbour's load that
- * /proc/stat does not show as steal), so each Sluice run is measured between two runs of its own
- * ceiling, seconds apart: raw, Sluice, raw, Sluice, raw for each ceiling, a raw run shared by the
- * Sluice runs on either side of it. The groups' order rotates per rep, and the Sluice runs inside
- * a group alternate, so no run is always first.
+ * One rep's schedule: the Sluice runs grouped by their ceiling, each group measured `bracketed`
+ * (raw, Sluice, raw, Sluice, raw: this VM's speed drifts by up to 2× within a minute, a neighbour's
+ * load that /proc/stat does not show as steal). The groups' order rotates per rep, and the Sluice
+ * runs inside a group alternate, so no run is always first.
  */
 function schedule(rep: number, ratios: readonly RatioSpec[]): { over: string; of: string[] }[] {
   const groups: { over: string; of: string[] }[] = [];
@@ -151,14 +153,14 @@ async function measureLine(line: number): Promise<LineResult> {
   const cpu: Record<string, number[]> = {};
   const ratioRps: Record<string, number[]> = {};
   const ratioCpu: Record<string, number[]> = {};
-  const measure = async (rep: number, key: string): Promise<{ rps: number; cpu: number }> => {
+  const measure = async (rep: number, key: string): Promise<Sample> => {
     const r = runs.find((x) => x.key === key)!;
     const s = servers.get(r.server)!;
     // wrk, not `sluice bench`: each adapter against its own raw ceiling, which needs the
     // strongest generator on the other core (wrk still costs less per request: about 13.5 µs of CPU against sluice bench's 14.6 at 53k req/s, bench/results/loadgen.md; near a ceiling every µs of the generator's core counts).
     const w = await wrk(s.port, r.endpoint, connections, seconds, s.pid);
     if (w.non2xx > 0) throw new Error(`Node ${line} ${r.label}: ${w.non2xx} non-2xx responses`);
-    const perRequest = (w.serverCpu * 1e6) / Math.max(1, w.requests);
+    const perRequest = cpuPerRequest(w);
     rps[key]!.push(w.rps);
     cpu[key]!.push(perRequest);
     process.stderr.write(`Node ${line} rep ${rep + 1} ${r.label}: ${w.rps.toFixed(0)} req/s, ${perRequest.toFixed(1)} CPU µs/req\n`);
@@ -182,13 +184,9 @@ async function measureLine(line: number): Promise<LineResult> {
     }
     for (let rep = 0; rep < reps; rep++) {
       for (const group of schedule(rep, ratios)) {
-        let before = await measure(rep, group.over);
-        for (const of of group.of) {
-          const sluice = await measure(rep, of);
-          const after = await measure(rep, group.over);
-          ratioRps[of]!.push(sluice.rps / ((before.rps + after.rps) / 2));
-          ratioCpu[of]!.push(((before.cpu + after.cpu) / 2) / sluice.cpu);
-          before = after;
+        for (const [of, ratio] of await bracketed(group.over, group.of, (key) => measure(rep, key))) {
+          ratioRps[of]!.push(ratio.rps);
+          ratioCpu[of]!.push(ratio.cpu);
         }
       }
     }

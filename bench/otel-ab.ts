@@ -23,7 +23,9 @@ import type { Running } from './lib/process.js';
 import { kRoot, writeResults } from './lib/report.js';
 import { median } from './lib/stats.js';
 import { legacyEcho } from './http/contenders.js';
-import { ensureTools, kServers, wrk } from './http/wrk.js';
+import { cpuPerRequest, ensureTools, kServers, wrk } from './http/wrk.js';
+import { bracketed } from './lib/bracket.js';
+import type { Ratio, Sample } from './lib/bracket.js';
 
 const reps = Number(option('reps', '3'));
 const seconds = Number(option('seconds', '3'));
@@ -58,14 +60,14 @@ type Key = (typeof kRuns)[number]['key'];
 const rps: Record<Key, number[]> = { absent: [], api: [], sdk: [] };
 const cpu: Record<Key, number[]> = { absent: [], api: [], sdk: [] };
 /** Per rep: api or sdk ÷ the mean of the two absent runs beside it (req/s; CPU per request the other way up). */
-const ratios: Record<'api' | 'sdk', { rps: number[]; cpu: number[] }> = { api: { rps: [], cpu: [] }, sdk: { rps: [], cpu: [] } };
+const ratios: Record<'api' | 'sdk', Ratio[]> = { api: [], sdk: [] };
 const servers = new Map<Key, Running>();
-async function measure(rep: number, key: Key): Promise<{ rps: number; cpu: number }> {
+async function measure(rep: number, key: Key): Promise<Sample> {
   const r = kRuns.find((x) => x.key === key)!;
   const s = servers.get(key)!;
   const w = await wrk(s.port, echo, connections, seconds, s.pid);
   if (w.non2xx > 0) throw new Error(`${r.label}: ${w.non2xx} non-2xx responses`);
-  const perRequest = (w.serverCpu * 1e6) / Math.max(1, w.requests);
+  const perRequest = cpuPerRequest(w);
   rps[key].push(w.rps);
   cpu[key].push(perRequest);
   process.stderr.write(`rep ${rep + 1} ${r.label}: ${w.rps.toFixed(0)} req/s, ${perRequest.toFixed(1)} CPU µs/req\n`);
@@ -74,17 +76,10 @@ async function measure(rep: number, key: Key): Promise<{ rps: number; cpu: numbe
 try {
   for (const r of kRuns) servers.set(r.key, await startServer(r.args, 1));
   for (const r of kRuns) await wrk(servers.get(r.key)!.port, echo, connections, 2, servers.get(r.key)!.pid); // warm-up (JIT)
-  // absent, api, absent, sdk, absent (api and sdk swap places every other rep): each measured
-  // between two baseline runs seconds apart, since this VM's speed drifts by up to 2× within a minute.
+  // absent, api, absent, sdk, absent (api and sdk swap places every other rep).
   for (let rep = 0; rep < reps; rep++) {
-    let before = await measure(rep, 'absent');
-    for (const key of rep % 2 === 0 ? ['api', 'sdk'] as const : ['sdk', 'api'] as const) {
-      const it = await measure(rep, key);
-      const after = await measure(rep, 'absent');
-      ratios[key].rps.push(it.rps / ((before.rps + after.rps) / 2));
-      ratios[key].cpu.push(((before.cpu + after.cpu) / 2) / it.cpu);
-      before = after;
-    }
+    const order = rep % 2 === 0 ? ['api', 'sdk'] as const : ['sdk', 'api'] as const;
+    for (const [key, ratio] of await bracketed('absent' as const, order, (k) => measure(rep, k))) ratios[key].push(ratio);
   }
 } finally {
   for (const s of servers.values()) await stopServer(s);
@@ -93,9 +88,9 @@ try {
 
 const f = (x: number, d = 3): string => x.toFixed(d);
 const ratioRow = (key: 'api' | 'sdk'): string => {
-  const byRps = ratios[key].rps;
+  const byRps = ratios[key].map((x) => x.rps);
   const m = median(byRps);
-  return `| ${kRuns.find((r) => r.key === key)!.label} ÷ absent | ≥ ${kTargets[key]} | ${byRps.map((x) => f(x)).join(', ')} | ${f(Math.min(...byRps))}–${f(Math.max(...byRps))} | ${f(m)} | ${f(median(ratios[key].cpu))} | ${m >= kTargets[key] ? 'met' : 'missed'} |`;
+  return `| ${kRuns.find((r) => r.key === key)!.label} ÷ absent | ≥ ${kTargets[key]} | ${byRps.map((x) => f(x)).join(', ')} | ${f(Math.min(...byRps))}–${f(Math.max(...byRps))} | ${f(m)} | ${f(median(ratios[key].map((x) => x.cpu)))} | ${m >= kTargets[key] ? 'met' : 'missed'} |`;
 };
 const lines = [
   '# What OpenTelemetry costs S1', '',

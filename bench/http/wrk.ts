@@ -40,6 +40,11 @@ export interface Endpoint { path: string; method: 'GET' | 'POST'; body?: string;
 
 export interface WrkResult { rps: number; p50ms: number; p99ms: number; non2xx: number; serverCpu: number; generatorBusy: number; requests: number }
 
+/** The server's CPU µs per request of a wrk run. */
+export function cpuPerRequest(w: WrkResult): number {
+  return (w.serverCpu * 1e6) / Math.max(1, w.requests);
+}
+
 /** wrk's and h2load's durations ("812.00us", "1.20ms", "2.01s") in ms. */
 export function parseMs(text: string): number {
   const m = /([\d.]+)(us|ms|s)/.exec(text);
