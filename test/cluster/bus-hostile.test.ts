@@ -218,10 +218,14 @@ describe('the cluster bus drops what is not a message', () => {
     await until('all 80 handled', () => refused(h) + received(h) >= 80, 30_000);
     const seconds = (performance.now() - started) / 1000;
     const delivered = h.got.filter((m) => m.k === 'a').length;
+    const allowed = Math.ceil(32 * (1 + seconds)) + 1;
     expect(delivered + refused(h)).toBe(80);
-    expect(refused(h)).toBeGreaterThan(0);
-    expect(delivered).toBeLessThanOrEqual(Math.ceil(32 * (1 + seconds)) + 1);
-    expect(h.logs.filter((l) => l.includes('budget'))).toHaveLength(1);
+    expect(delivered).toBeLessThanOrEqual(allowed);
+    // A quiet machine sends the 80 MiB in 0.5-1 s, so the budget must refuse some (19-33 measured). On a
+    // loaded one the subscriber may take them slower than 32 MiB a second; then refusing none is right,
+    // and the bound above is the whole check.
+    if (allowed < 80) expect(refused(h)).toBeGreaterThanOrEqual(80 - allowed);
+    expect(h.logs.filter((l) => l.includes('budget'))).toHaveLength(refused(h) > 0 ? 1 : 0);
     // The budget refills: a second later, good messages pass again.
     await new Promise((r) => setTimeout(r, 1_100));
     await h.settle();
