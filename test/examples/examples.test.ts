@@ -9,7 +9,6 @@ import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { cleanupAfterEach } from '../helpers/cleanup.js';
 import { checkFiles, exampleDirs, parseBlocks, parseCommands, parseExpectation, runReadme } from '../helpers/readme.js';
 
 const examplesDir = fileURLToPath(new URL('../../examples/', import.meta.url));
@@ -75,21 +74,21 @@ describe('the README convention', () => {
 });
 
 describe('examples', () => {
-  const onCleanup = cleanupAfterEach();
-
   it('there are examples to run', () => {
     expect(examples.map((d) => basename(d))).toEqual(expect.arrayContaining(['quickstart', 'cpu-pool', 'resources-prompts', 'client-abort', 'stdio-desktop']));
   });
 
+  // Side by side (the project's maxConcurrency): each example has its own folder and port, and
+  // its own clean-up (onTestFinished), so one example's end cannot stop another's server.
   for (const dir of examples) {
-    it(`${basename(dir)}: runs as its README says`, async () => {
+    it.concurrent(`${basename(dir)}: runs as its README says`, async ({ onTestFinished }) => {
       const started = Date.now();
       const log: string[] = [];
       try {
         await runReadme(join(dir, 'README.md'), {
           commandTimeoutMs: kCommandTimeoutMs,
           log: (line) => log.push(line),
-          onServer: (server) => onCleanup(() => server.kill()),
+          onServer: (server) => onTestFinished(() => { server.kill(); }),
         });
       } catch (error) {
         throw new Error(`${(error as Error).message}\n--- steps so far:\n${log.join('\n')}`);
