@@ -106,9 +106,12 @@ describe('Redis stalled (DEBUG SLEEP longer than the command timeout)', () => {
     const ids = await Promise.all(Array.from({ length: 6 }, () => startTask(a, 400)));
     const admin = new Redis(redis.url);
     onCleanup(() => admin.disconnect());
+    // Connected first: under load, connecting (and ioredis's ready check) once took longer than the
+    // pause below, so the create reached Redis before the stall and was rightly served.
+    await admin.ping();
     // Redis is blocked for 3.5 s: every task's final write times out (2 s) at least once.
     const sleeping = admin.call('DEBUG', 'SLEEP', '3.5');
-    await new Promise((r) => setTimeout(r, 100));
+    await new Promise((r) => setTimeout(r, 200));
     // A create during the stall: the client is told it failed, so it must not exist afterwards.
     const ghost = await modern(a, 'tools/call', { name: 'sleepy', arguments: { ms: 100 } });
     expect(ghost.error, JSON.stringify(ghost)).toMatchObject({ code: -32603 });
