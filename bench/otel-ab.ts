@@ -95,7 +95,8 @@ const ratioRow = (key: 'api' | 'sdk'): string => {
 const lines = [
   '# What OpenTelemetry costs S1', '',
   `Sluice's legacy echo, one HTTP worker (\`sluice-echo.mjs nosessions 1\`), server pinned to CPU 1 and wrk -t1 to CPU 0, c = ${connections}, ${seconds} s per run, ${reps} reps; each rep runs absent, API only, absent, SDK, absent (the middle two swap every other rep) and each ratio is to the mean of the two absent runs beside it. ${machineLine()}`, '',
-  `Command: \`node dist/bench/otel-ab.js --reps ${reps} --seconds ${seconds} --connections ${connections} --processor ${processor}${out === 'otel-ab' ? '' : ` --out ${out}`}\``, '',
+  // NODE_OPTIONS reaches the servers too (an A/B of a Node flag, e.g. --experimental-async-context-frame).
+  `Command: \`${process.env.NODE_OPTIONS ? `NODE_OPTIONS='${process.env.NODE_OPTIONS}' ` : ''}node dist/bench/otel-ab.js --reps ${reps} --seconds ${seconds} --connections ${connections} --processor ${processor}${out === 'otel-ab' ? '' : ` --out ${out}`}\``, '',
   '| server | req/s per run, in order | server CPU µs/req per run |', '|---|---|---|',
   ...kRuns.map((r) => `| ${r.label} | ${rps[r.key].map((x) => x.toFixed(0)).join(', ')} | ${cpu[r.key].map((x) => x.toFixed(1)).join(', ')} |`),
   '', '| ratio | target | req/s ratio per rep | min–max | median | CPU/req ratio median | status |', '|---|---|---|---|---:|---:|---|',
