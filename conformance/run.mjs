@@ -22,8 +22,8 @@ const server = createServer({ tools: new URL('../dist/conformance/fixture/everyt
 const { url } = await server.listen();
 process.stderr.write(`conformance: fixture at ${url} on Node ${process.versions.node}: ${server.adapterDetail} (${server.workerThreadIds.length} HTTP worker threads)\n`);
 // Both wires at once against the one fixture (each scenario makes its own sessions and tasks): a
-// run mostly waits on the suite's own steps, so this halves its time. Each run's output is held
-// and printed whole, in order, so the two never interleave.
+// run mostly waits on the suite's own steps (16 s one after the other, 13 s side by side here).
+// Each run's output is held and printed whole, in order, so the two never interleave.
 const runs = await Promise.all((only.length > 0 ? only : ['2025-11-25', '2026-07-28']).map(async (requirements) => {
   const out = `${here}results/${requirements}`;
   rmSync(out, { recursive: true, force: true }); // this run's results only
