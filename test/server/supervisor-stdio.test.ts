@@ -134,10 +134,11 @@ describe('serveStdioServer({ signal })', () => {
     const tookMs = Date.now() - aborted;
     expect(tookMs).toBeGreaterThanOrEqual(350);
     // Alone this takes 440–500 ms (the 400 ms grace, then the cancel); on a slow 2-core VM running
-    // three test files at once, 1.9 s was seen (Node 24). The bound says "soon after the grace";
-    // that the rest was cancelled, not waited for, is the recorded reason below (watch_cancel never
-    // ends by itself).
-    expect(tookMs).toBeLessThan(2_500);
+    // three test files at once, 1.9 s was seen (Node 24), and 2.8 s in CI's Debian 13 root (Node 24,
+    // clean-clone run of c898bd3). The bound says "soon after the grace", under the 4 s that
+    // `within` allows; that the rest was cancelled, not waited for, is the recorded reason below
+    // (watch_cancel never ends by itself).
+    expect(tookMs).toBeLessThan(3_500);
     expect(lines.find((l) => l.id === 1)).toMatchObject({ result: { structuredContent: { finished: true } } });
     expect(lines.some((l) => l.id === 2 || l.id === 3)).toBe(false);
     // The tool saw the cancel by polling and through its signal, with the shutdown's reason.
