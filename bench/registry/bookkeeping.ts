@@ -50,7 +50,9 @@ export interface RegistryResults {
 /** Cancellation rows other scopes hold in the `WithRows` runs (4 scopes, within the per-scope quota). */
 const kOtherRows = 1_000;
 
-export function benchRegistry(): RegistryResults {
+/** `scale`: the share of the full run's requests per repeat (bench:smoke runs a quarter). */
+export function benchRegistry(scale = 1): RegistryResults {
+  const perRep = Math.round(kRegistryRequestsPerRep * scale);
   const reg = createRegistry({ maxRows: 10_000, maxRowsPerScope: 256, inFlightCapacity: 65_536 });
   const withRows = createRegistry({ maxRows: 10_000, maxRowsPerScope: 256, inFlightCapacity: 65_536 });
   const inFlight = new Map<string, number>();
@@ -61,20 +63,20 @@ export function benchRegistry(): RegistryResults {
     if (!withRows.cancel(i, 'other', scope).ok) throw new Error('prefill cancel refused');
     cancelsWithRows.set(`${scope}\u0000${i}`, i);
   }
-  registryRequests(reg, kRegistryRequestsPerRep / 4); // warm-up
-  mapRequests(inFlight, cancels, kRegistryRequestsPerRep / 4);
-  registryRequests(withRows, kRegistryRequestsPerRep / 4);
-  mapRequests(inFlight, cancelsWithRows, kRegistryRequestsPerRep / 4);
+  registryRequests(reg, perRep / 4); // warm-up
+  mapRequests(inFlight, cancels, perRep / 4);
+  registryRequests(withRows, perRep / 4);
+  mapRequests(inFlight, cancelsWithRows, perRep / 4);
   const regRuns: number[] = [];
   const mapRuns: number[] = [];
   const regRowsRuns: number[] = [];
   const mapRowsRuns: number[] = [];
-  const perRequest = (seconds: number): number => (seconds * 1e9) / kRegistryRequestsPerRep;
+  const perRequest = (seconds: number): number => (seconds * 1e9) / perRep;
   for (let r = 0; r < kReps; r++) {
-    regRuns.push(perRequest(registryRequests(reg, kRegistryRequestsPerRep)));
-    mapRuns.push(perRequest(mapRequests(inFlight, cancels, kRegistryRequestsPerRep)));
-    regRowsRuns.push(perRequest(registryRequests(withRows, kRegistryRequestsPerRep)));
-    mapRowsRuns.push(perRequest(mapRequests(inFlight, cancelsWithRows, kRegistryRequestsPerRep)));
+    regRuns.push(perRequest(registryRequests(reg, perRep)));
+    mapRuns.push(perRequest(mapRequests(inFlight, cancels, perRep)));
+    regRowsRuns.push(perRequest(registryRequests(withRows, perRep)));
+    mapRowsRuns.push(perRequest(mapRequests(inFlight, cancelsWithRows, perRep)));
   }
   for (const [name, r] of [['registry', reg], ['registry with rows', withRows]] as const) {
     const counts = r.counters();
@@ -82,7 +84,7 @@ export function benchRegistry(): RegistryResults {
   }
   if (withRows.counters().cancellationRows !== kOtherRows) throw new Error('the other scopes\' cancellation rows changed');
   return {
-    requestsPerRep: kRegistryRequestsPerRep,
+    requestsPerRep: perRep,
     registryNs: summarize(regRuns),
     mapNs: summarize(mapRuns),
     registryWithRowsNs: summarize(regRowsRuns),

@@ -83,19 +83,20 @@ export function hotKeyPhase(s: TableBench): LookupPair {
   return { table: summarize(hotTable), map: summarize(hotMap) };
 }
 
-/** 2 + 4: insert+delete pairs of keys not in the table, at 50% load. */
-export function insertDeletePhase(s: TableBench): LookupPair {
+/** 2 + 4: insert+delete pairs of keys not in the table, at 50% load. `scale`: the share of the full run's pairs per repeat. */
+export function insertDeletePhase(s: TableBench, scale = 1): LookupPair {
+  const perRep = Math.round(kPairsPerRep * scale);
   const { t, m, member } = s;
   const pairStrings: string[] = [];
   for (let i = 0; i < kPairKeys; i++) pairStrings.push(keyString(s.nextCounter++));
   const pairKeys = prepareKeys(t, pairStrings, kMaxKeyBytes);
-  tableInsertDelete(t, member, pairKeys, kPairsPerRep / 4); // warm-up
-  mapInsertDelete(m, pairStrings, kPairsPerRep / 4);
+  tableInsertDelete(t, member, pairKeys, perRep / 4); // warm-up
+  mapInsertDelete(m, pairStrings, perRep / 4);
   const tablePairs: number[] = [];
   const mapPairs: number[] = [];
   for (let r = 0; r < kReps; r++) {
-    tablePairs.push(kPairsPerRep / tableInsertDelete(t, member, pairKeys, kPairsPerRep));
-    mapPairs.push(kPairsPerRep / mapInsertDelete(m, pairStrings, kPairsPerRep));
+    tablePairs.push(perRep / tableInsertDelete(t, member, pairKeys, perRep));
+    mapPairs.push(perRep / mapInsertDelete(m, pairStrings, perRep));
   }
   return { table: summarize(tablePairs), map: summarize(mapPairs) };
 }
