@@ -10,7 +10,6 @@ import { defineConfig } from 'vitest/config';
  * telemetry,auth}: 113 -> 104 CPU-s, 64 -> 59 s; the Node 20 suite: 988 -> 955 CPU-s).
  */
 const built = fileURLToPath(new URL('./dist/', import.meta.url));
-const builtFiles = new RegExp(`^${built.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`);
 
 /**
  * Files that run alone, one after another, once everything else has finished: threads that spin or
@@ -40,7 +39,7 @@ const shared = { testTimeout: 60_000, hookTimeout: 60_000 };
 export default defineConfig({
   resolve: { alias: [{ find: /^(?:\.\.\/)+(src|native-free-shm)\/(.*)\.js$/, replacement: `${built}$1/$2.js` }] },
   test: {
-    server: { deps: { external: [builtFiles] } },
+    server: { deps: { external: [/\/dist\/(?:src|native-free-shm)\//] } },
     projects: [
       {
         // Most files wait on sockets, child processes and timers far more than they compute: a
