@@ -105,6 +105,8 @@ export class Run implements Running, ContextHost {
   #spanContext: RequestContext | undefined;
   #inFlight: TargetSlots | undefined; // its in-flight gauge (see `enterInFlight`)
   #entered = false;
+  /** The span has its cancel event (`mcp.cancel.received`, or the disconnect that stands for it). */
+  #cancelNoted = false;
 
   constructor(host: RunHost, era: EraRules, id: JsonRpcId, method: string, target: string, info: RequestInfo, reply: Reply, handle: TrackHandle) {
     this.#host = host;
@@ -207,6 +209,7 @@ export class Run implements Running, ContextHost {
     if (this.#ended || this.#settled) return;
     this.#ended = true; // the stream is gone: nothing more is written
     if (this.#span !== undefined) this.#host.tracer!.event(this.#span, 'mcp.client.disconnected', { reason });
+    this.#cancelNoted = true; // the disconnect is the cancel: no second event for it
     this.#host.registry.cancelRequest(this.#handle, reason);
     this.#abandonClientRequests(this.#handle.reason ?? 'cancelled');
     this.#armKill();
@@ -318,6 +321,7 @@ export class Run implements Running, ContextHost {
 
   /** The tool saw its cancel (its flag read, or its signal's abort delivered): an event on the span. */
   cancelObserved(): void {
+    this.#noteCancel(); // a handler polling its flag may see the cancel before the watcher's callback runs
     this.spanEvent('mcp.cancel.observed', {});
   }
 
@@ -388,12 +392,22 @@ export class Run implements Running, ContextHost {
     if (this.#ended || this.#settled) return;
     this.#ended = true;
     if (this.#span !== undefined) {
-      this.#host.tracer!.event(this.#span, 'mcp.cancel.received', { 'mcp.cancel.reason': this.#handle.reason ?? '', 'mcp.cancel.scope': this.info.scope });
+      this.#noteCancel();
       this.#ctx?.noteSignalled();
     }
     this.#reply.cancelled();
     this.#abandonClientRequests(this.#handle.reason ?? 'cancelled');
     this.#armKill();
+  }
+
+  /**
+   * The cancel as an event on the span (tracing on only), once, by whichever hears of it first: the
+   * watcher's callback, the handler reading its flag, or the run ending cancelled.
+   */
+  #noteCancel(): void {
+    if (this.#cancelNoted || this.#span === undefined) return;
+    this.#cancelNoted = true;
+    this.#host.tracer!.event(this.#span, 'mcp.cancel.received', { 'mcp.cancel.reason': this.#handle.reason ?? '', 'mcp.cancel.scope': this.info.scope });
   }
 
   /** Rejects the requests this run sent the client that are still unanswered; each only once. */
@@ -438,7 +452,10 @@ export class Run implements Running, ContextHost {
     const outcome = status === 'cancelled' || status === 'killed' ? status : failure;
     host.counters.histograms.end(this.#inFlight, this.method, target, outcome, durationMs / 1000);
     if (host.requestLog !== undefined) host.requestLog(requestLogLine({ id: this.id, method: this.method, target: this.target, scope: this.info.scope, status, outcome, durationMs, span: this.#span, meta: this.info.meta }));
-    if (this.#span !== undefined) host.tracer!.end(this.#span, outcome);
+    if (this.#span !== undefined) {
+      if (status === 'cancelled') this.#noteCancel();
+      host.tracer!.end(this.#span, outcome);
+    }
     if (requestStopChannel.hasSubscribers) requestStopChannel.publish({ method: this.method, durationMs, status });
   }
 }
