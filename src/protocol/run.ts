@@ -92,12 +92,9 @@ export class Run implements Running, ContextHost {
   #ctx: ToolContext | undefined;
   /** Ids of requests this run sent to the client and still waits on (made on first use). */
   #awaiting: Set<string> | undefined;
-  /** Released: untracked and cleared. */
-  #settled = false;
-  /** Async and still running at the end of its first turn: watched (see `arm`). */
-  #armed = false;
-  /** Nothing more may be written to the reply. */
-  #ended = false;
+  #settled = false; // released: untracked and cleared
+  #armed = false; // async and still running at the end of its first turn: watched (see `arm`)
+  #ended = false; // nothing more may be written to the reply
   #kill: ReturnType<typeof setTimeout> | undefined;
   #poolAbort: AbortController | undefined;
   /** This request's server span, when tracing is on, and the context its handler runs in. */
@@ -105,8 +102,7 @@ export class Run implements Running, ContextHost {
   #spanContext: RequestContext | undefined;
   #inFlight: TargetSlots | undefined; // its in-flight gauge (see `enterInFlight`)
   #entered = false;
-  /** The span has its cancel event (`mcp.cancel.received`, or the disconnect that stands for it). */
-  #cancelNoted = false;
+  #cancelNoted = false; // the span has its cancel event (or the disconnect that stands for it)
 
   constructor(host: RunHost, era: EraRules, id: JsonRpcId, method: string, target: string, info: RequestInfo, reply: Reply, handle: TrackHandle) {
     this.#host = host;
@@ -207,9 +203,8 @@ export class Run implements Running, ContextHost {
 
   clientGone(reason: string): void {
     if (this.#ended || this.#settled) return;
-    this.#ended = true; // the stream is gone: nothing more is written
+    this.#ended = this.#cancelNoted = true; // the stream is gone: nothing more is written, and it is the cancel's event
     if (this.#span !== undefined) this.#host.tracer!.event(this.#span, 'mcp.client.disconnected', { reason });
-    this.#cancelNoted = true; // the disconnect is the cancel: no second event for it
     this.#host.registry.cancelRequest(this.#handle, reason);
     this.#abandonClientRequests(this.#handle.reason ?? 'cancelled');
     this.#armKill();
@@ -391,19 +386,14 @@ export class Run implements Running, ContextHost {
   #cancelled(): void {
     if (this.#ended || this.#settled) return;
     this.#ended = true;
-    if (this.#span !== undefined) {
-      this.#noteCancel();
-      this.#ctx?.noteSignalled();
-    }
+    this.#noteCancel();
+    if (this.#span !== undefined) this.#ctx?.noteSignalled();
     this.#reply.cancelled();
     this.#abandonClientRequests(this.#handle.reason ?? 'cancelled');
     this.#armKill();
   }
 
-  /**
-   * The cancel as an event on the span (tracing on only), once, by whichever hears of it first: the
-   * watcher's callback, the handler reading its flag, or the run ending cancelled.
-   */
+  /** The cancel as a span event (tracing on only), once: by the watcher, the handler or the release. */
   #noteCancel(): void {
     if (this.#cancelNoted || this.#span === undefined) return;
     this.#cancelNoted = true;
@@ -452,10 +442,8 @@ export class Run implements Running, ContextHost {
     const outcome = status === 'cancelled' || status === 'killed' ? status : failure;
     host.counters.histograms.end(this.#inFlight, this.method, target, outcome, durationMs / 1000);
     if (host.requestLog !== undefined) host.requestLog(requestLogLine({ id: this.id, method: this.method, target: this.target, scope: this.info.scope, status, outcome, durationMs, span: this.#span, meta: this.info.meta }));
-    if (this.#span !== undefined) {
-      if (status === 'cancelled') this.#noteCancel();
-      host.tracer!.end(this.#span, outcome);
-    }
+    if (status === 'cancelled') this.#noteCancel();
+    if (this.#span !== undefined) host.tracer!.end(this.#span, outcome);
     if (requestStopChannel.hasSubscribers) requestStopChannel.publish({ method: this.method, durationMs, status });
   }
 }
