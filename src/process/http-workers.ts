@@ -172,7 +172,7 @@ export class HttpWorkers {
     // While the server closes, every thread is on its way out and the tables go with it: a sweep
     // would only read them end to end, faulting in their never-touched pages (67 MiB at the
     // default sizes, ~200 ms of CPU here on a fresh registry) for rows nobody will look up again.
-    if (!this.#closer.closing) registry.cleanup(Number.MAX_SAFE_INTEGER);
+    if (!this.#closer.closing) registry.cleanup(Infinity);
     this.#services.runnerLost(threadId, 'the worker running this task exited');
     if (!start.started) {
       start.reject(new SluiceError('listen_failed', `HTTP worker exited (code ${code}) before listening`));

@@ -188,7 +188,8 @@ export class Registry extends InFlightRows {
 
   /**
    * Removes cancellation rows older than `ttlMs` (strictly) and in-flight rows whose owning thread
-   * has exited (see `watch`). Publishes `sluice:cancellation:cleanup`.
+   * has exited (see `watch`). `Infinity` sweeps only the in-flight rows, without reading the
+   * cancellation table. Publishes `sluice:cancellation:cleanup`.
    */
   cleanup(ttlMs: number): CleanupResult {
     return sweep(this.#a, ttlMs);

@@ -117,6 +117,21 @@ describe('across threads', () => {
     expect(reg.counters()).toMatchObject({ inFlight: 1, inFlightSwept: 1 });
   });
 
+  it('cleanup(Infinity) sweeps a dead thread\'s rows and keeps every cancellation row, however old', async () => {
+    const reg = createRegistry();
+    const p = await peer(reg);
+    await p.ask({ op: 'track', id: 'leaked', scope: 's' });
+    reg.seedCancellation('ancient', 's', 0, 'since 1970');
+    reg.cancel('fresh', 'now', 's');
+    await p.worker.terminate();
+    expect(reg.cleanup(Infinity)).toEqual({ removed: 0, inFlightRemoved: 1 });
+    expect(reg.inFlight('leaked', 's')).toBe(false);
+    expect(reg.cancelled('ancient', 's')).toBe(true);
+    expect(reg.reason('ancient', 's')).toBe('since 1970');
+    expect(reg.counters()).toMatchObject({ cancellationRows: 2, expired: 0, inFlightSwept: 1 });
+    expect(reg.cleanup(60_000).removed).toBe(1); // a finite TTL reads the table: the ancient row goes
+  });
+
   it('sweeping a dead thread\'s row keeps a live request with the same key', async () => {
     const reg = createRegistry();
     const p = await peer(reg);
