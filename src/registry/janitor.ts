@@ -43,8 +43,9 @@ export function sweep(c: PolicyContext, ttlMs: number): CleanupResult {
   const now = Date.now();
   let removed = 0;
   const cancels = c.cancels;
-  // Infinity keeps every cancellation row: that table is not read at all (a worker's exit sweeps only its rows).
-  for (let s = 0, end = ttlMs === Infinity ? 0 : cancels.slots; s < end; s++) {
+  // Infinity keeps every cancellation row, so that table is not read at all (a worker's exit sweeps only its rows).
+  const cancelSlots = ttlMs === Infinity ? 0 : cancels.slots;
+  for (let s = 0; s < cancelSlots; s++) {
     const ctl = cancels.ctl(s);
     if ((ctl & kStateMask) !== kLive) continue;
     const v = cancels.valueIndex(s);

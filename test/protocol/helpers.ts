@@ -7,6 +7,7 @@ import type { EngineConfig, Era, NotifyKind, Reply, RequestInfo, Running } from 
 import { createRegistry } from '../../src/registry/index.js';
 import type { RegistryOptions } from '../../src/registry/index.js';
 import { ServerCounters } from '../../src/telemetry/counters.js';
+import type { ServerTracer } from '../../src/telemetry/tracing/server.js';
 import { defineTool } from '../../src/tools/define.js';
 import { ErrorCode, ProtocolError } from '../../src/protocol/wire.js';
 
@@ -118,16 +119,18 @@ export interface TestEngine {
   config: EngineConfig;
 }
 
-export function makeEngine(options: { registry?: RegistryOptions; streamCancelTimeoutMs?: number } = {}): TestEngine {
+/** An engine on `kTools` (or `tools`), with a spanning `tracer` when given. */
+export function makeEngine(options: { registry?: RegistryOptions; streamCancelTimeoutMs?: number; tools?: readonly unknown[]; tracer?: ServerTracer } = {}): TestEngine {
   const logs: string[] = [];
   const config: EngineConfig = {
     registry: createRegistry({ inFlightCapacity: 64, ...options.registry }),
     counters: ServerCounters.create(4),
-    catalog: collectCatalog(kTools),
+    catalog: collectCatalog(options.tools ?? kTools),
     serverInfo: { name: 'engine-test', version: '1.0.0' },
     streamCancelTimeoutMs: options.streamCancelTimeoutMs ?? 60_000,
     log: (level, message) => { logs.push(`${level} ${message}`); },
     stateKeys: [new Uint8Array(32).fill(7)],
+    tracer: options.tracer,
   };
   return { engine: new Engine(config), logs, config };
 }

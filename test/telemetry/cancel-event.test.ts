@@ -12,14 +12,9 @@
 import * as api from '@opentelemetry/api';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { describe, expect, it } from 'vitest';
-import { collectCatalog } from '../../src/catalog/catalog.js';
-import { Engine } from '../../src/protocol/engine.js';
-import type { EngineConfig } from '../../src/protocol/engine.js';
-import { createRegistry } from '../../src/registry/index.js';
-import { ServerCounters } from '../../src/telemetry/counters.js';
 import { ServerTracer } from '../../src/telemetry/tracing/server.js';
 import { defineTool } from '../../src/tools/define.js';
-import { FakeReply, info, tick } from '../protocol/helpers.js';
+import { FakeReply, info, makeEngine, tick } from '../protocol/helpers.js';
 
 const opened: Array<() => void> = [];
 const noArgs = { type: 'object', properties: {} };
@@ -34,30 +29,22 @@ const tools = [
   }),
 ];
 
-function tracedEngine(exporter: InMemorySpanExporter): { engine: Engine; config: EngineConfig } {
+/** Starts the `poll` tool as `id` on an engine with spans, and lets its first turn end (the run is armed). */
+async function startPoll(id: string) {
+  const exporter = new InMemorySpanExporter();
   const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
-  const config: EngineConfig = {
-    registry: createRegistry({ inFlightCapacity: 64 }),
-    counters: ServerCounters.create(4),
-    catalog: collectCatalog(tools),
-    serverInfo: { name: 'cancel-event-test', version: '1.0.0' },
-    streamCancelTimeoutMs: 60_000,
-    log: () => {},
-    stateKeys: [new Uint8Array(32).fill(7)],
-    tracer: new ServerTracer(api, provider.getTracer('sluice'), 'tcp'),
-  };
-  return { engine: new Engine(config), config };
+  const { engine, config } = makeEngine({ tools, tracer: new ServerTracer(api, provider.getTracer('sluice'), 'tcp') });
+  const reply = new FakeReply();
+  const scope = info('legacy');
+  opened.length = 0;
+  engine.handleRequest(id, 'tools/call', { name: 'poll' }, scope, reply);
+  await tick();
+  return { exporter, config, reply, scope };
 }
 
 describe('the cancel event on a request span', () => {
   it('is recorded, before the observed event, when the handler sees its flag before the watcher wakes', async () => {
-    const exporter = new InMemorySpanExporter();
-    const { engine, config } = tracedEngine(exporter);
-    const reply = new FakeReply();
-    const scope = info('legacy');
-    opened.length = 0;
-    engine.handleRequest('p1', 'tools/call', { name: 'poll' }, scope, reply);
-    await tick(); // the turn ends with the run still running: it is armed, on the watcher
+    const { exporter, config, reply, scope } = await startPoll('p1'); // armed: on the watcher
     expect(opened).toHaveLength(1);
     expect(config.registry.watching).toBe(1);
 
@@ -80,13 +67,7 @@ describe('the cancel event on a request span', () => {
   });
 
   it('is recorded once when the watcher hears the cancel first and the handler then sees its flag', async () => {
-    const exporter = new InMemorySpanExporter();
-    const { engine, config } = tracedEngine(exporter);
-    const reply = new FakeReply();
-    const scope = info('legacy');
-    opened.length = 0;
-    engine.handleRequest('p2', 'tools/call', { name: 'poll' }, scope, reply);
-    await tick();
+    const { exporter, config, reply, scope } = await startPoll('p2');
     config.registry.cancel('p2', 'watcher first', scope.scope);
     await tick(); // the watcher wakes: the reply is told, the handler still waits
     expect(reply.calls).toEqual(['started', 'cancelled']);
