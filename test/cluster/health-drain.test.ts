@@ -40,13 +40,15 @@ describe('health endpoints', () => {
 describe('drain at shutdown (cluster mode)', () => {
   it('readyz 503 first; initialize still served (the session lives in Redis, valid on every node); open sessions and running calls served through the grace', async () => {
     redis = await startRedis();
-    node = await startNode(redis.url, { shutdownGraceMs: 3_000 });
+    node = await startNode(redis.url, { shutdownGraceMs: 5_000 });
     other = await startNode(redis.url);
     const running = node;
     const init = await post(running.url, kInit);
     const session = String(init.headers['mcp-session-id']);
     const sessionHeaders = { 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' };
-    const call = openStream(running.url, { jsonrpc: '2.0', id: 'slow', method: 'tools/call', params: { name: 'block', arguments: { ms: 1_000 }, _meta: { progressToken: 'p' } } }, sessionHeaders);
+    // The drain ends once nothing runs here, so this call keeps the node serving while the test asks
+    // (a CI run under Node 24 took over 1 s for the requests below, and its echo met a closed port).
+    const call = openStream(running.url, { jsonrpc: '2.0', id: 'slow', method: 'tools/call', params: { name: 'block', arguments: { ms: 2_500 }, _meta: { progressToken: 'p' } } }, sessionHeaders);
     await until(() => call.events.length > 0, 10_000, 'the call to stream');
     const closing = running.server.close();
     await until(async () => (await readyz(running)).status === 503, 2_000, '/readyz to say draining');
