@@ -6,19 +6,9 @@
 import type { AuthInfo, TokenVerifierFunction, VerifiedToken } from './contract.js';
 import { AuthUnavailable } from './jwks.js';
 import type { ResolvedAuth } from './options.js';
+import { metadataLocation } from './metadata.js';
+import { AuthRefusal } from './refusal.js';
 import { JwtVerifier, TokenRejected } from './verifier.js';
-
-/** A refused request: its HTTP status, the `WWW-Authenticate` value (none for 503) and a message. */
-export class AuthRefusal {
-  readonly status: 401 | 403 | 503;
-  readonly challenge: string | undefined;
-  readonly message: string;
-  constructor(status: 401 | 403 | 503, challenge: string | undefined, message: string) {
-    this.status = status;
-    this.challenge = challenge;
-    this.message = message;
-  }
-}
 
 /** A verified caller: what `ctx.auth` shows, and a set for scope checks. */
 class Granted implements AuthInfo {
@@ -41,21 +31,13 @@ class Granted implements AuthInfo {
 }
 
 export type { Granted };
+export { AuthRefusal } from './refusal.js';
+export { kRootMetadataPath, metadataLocation } from './metadata.js';
 
 /** `error_description` is a quoted-string: keep printable ASCII without `"` and `\`. */
 function quotable(text: string): string {
   return text.replace(/[^\x20-\x21\x23-\x5b\x5d-\x7e]/g, '').slice(0, 200);
 }
-
-/** Where a resource's metadata lives (RFC 9728 §3.1: the well-known prefix inserted before the path). */
-export function metadataLocation(audience: string): { url: string; path: string } {
-  const url = new URL(audience);
-  const path = `/.well-known/oauth-protected-resource${url.pathname === '/' ? '' : url.pathname.replace(/\/$/, '')}`;
-  return { url: `${url.origin}${path}`, path };
-}
-
-/** The root well-known location (some clients only try it). */
-export const kRootMetadataPath = '/.well-known/oauth-protected-resource';
 
 const kBearer = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
 

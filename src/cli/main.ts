@@ -1,8 +1,7 @@
+// Each command's module is imported when that command runs: `sluice call` loads the client, not
+// the server's graph or the load generator's histograms (and `serve` not the load generator).
 import { UsageError, choiceFlag, integerFlag } from './flags.js';
-import { call, list } from './client-commands.js';
 import type { ClientFlags } from './client-commands.js';
-import { serve } from './serve.js';
-import { bench } from './bench.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -107,7 +106,7 @@ export async function main(argv: readonly string[]): Promise<number> {
 async function run(argv: readonly string[]): Promise<number> {
   const command = argv[0];
   // bench has its own flags (and `--` before a stdio command): see src/cli/bench.ts.
-  if (command === 'bench') return bench(argv.slice(1));
+  if (command === 'bench') return (await import('./bench.js')).bench(argv.slice(1));
   let parsed;
   try {
     parsed = parseArgs({
@@ -176,9 +175,9 @@ async function run(argv: readonly string[]): Promise<number> {
     bearer: typeof values.stdio === 'string' ? undefined : bearerToken(values.bearer),
   };
   switch (positionals[0]) {
-    case 'call': return call(positionals.slice(1), client);
-    case 'list': return list(positionals.slice(1), client);
-    case 'serve': return serve(positionals.slice(1), values);
+    case 'call': return (await import('./client-commands.js')).call(positionals.slice(1), client);
+    case 'list': return (await import('./client-commands.js')).list(positionals.slice(1), client);
+    case 'serve': return (await import('./serve.js')).serve(positionals.slice(1), values);
     default: throw new UsageError(`unknown command ${positionals[0]} (commands: serve, call, list, bench)`);
   }
 }
@@ -205,6 +204,3 @@ function version(): string {
   }
   return 'unknown';
 }
-
-export { describeServed, serveOptions } from './serve.js';
-export { endpointUrl, renderResult } from './client-commands.js';

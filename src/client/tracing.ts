@@ -12,8 +12,13 @@ import type * as Api from '@opentelemetry/api';
 type OtelApi = typeof Api;
 let cached: OtelApi | null | undefined;
 
+/** Where API 1.x keeps what was registered with it (the server's src/telemetry/tracing/otel.ts reads it too). */
+const kRegistered = Symbol.for('opentelemetry.js.api.1');
+
+/** The API, or undefined: not installed, or nothing registered with it yet (then it is not loaded: ~40 ms of CPU). */
 function otelApi(): OtelApi | undefined {
   if (cached === undefined) {
+    if ((globalThis as Record<symbol, unknown>)[kRegistered] === undefined) return undefined;
     try {
       cached = createRequire(import.meta.url)('@opentelemetry/api') as OtelApi;
     } catch (error) {

@@ -14,7 +14,7 @@ import { listenNode } from '../transport/http/node/adapter.js';
 import { listenUws } from '../transport/http/uws/adapter.js';
 import { listenersOn } from '../transport/http/shared-port.js';
 import { SluiceError } from '../errors.js';
-import { AuthGate } from '../auth/gate.js';
+import type { AuthGate } from '../auth/gate.js';
 import type { TokenVerifierFunction } from '../auth/contract.js';
 import { createEngine } from './serving-engine.js';
 import type { ServerCounters } from '../telemetry/counters.js';
@@ -57,9 +57,10 @@ export interface HttpStackInput extends EngineInput {
 export async function startHttpStack(input: HttpStackInput, closer: CloseList): Promise<HttpStack> {
   const { options } = input;
   await importTracingModule(options.tracing); // before the engine: it checks for a tracer provider once
+  const gate = await authGate(input);
   const { engine, registry, pool, counters } = createEngine({ ...input, authenticated: input.authenticate !== undefined || options.auth !== undefined });
   if (pool !== undefined) closer.add('the tool pool', () => pool.close());
-  const endpoint = httpEndpoint(input, engine, counters);
+  const endpoint = httpEndpoint(input, engine, counters, gate);
   const adapterOptions: AdapterOptions = {
     host: options.host,
     port: input.port,
@@ -80,11 +81,21 @@ export async function startHttpStack(input: HttpStackInput, closer: CloseList): 
   return { listening, engine, registry, counters, closePool: async () => { await pool?.close(); } };
 }
 
-/** The endpoint over `engine`: HTTP rules of this server (paths, origins, sessions, limits, auth). */
-function httpEndpoint(input: HttpStackInput, engine: Engine, counters: ServerCounters): HttpEndpoint {
+/**
+ * With `auth`: this thread's gate (each serving thread verifies on its own, with its own JWKS cache:
+ * no cross-thread hop per request). Its module, and the JWT library under it (~50 ms of CPU to
+ * load), is imported only then.
+ */
+async function authGate(input: HttpStackInput): Promise<AuthGate | undefined> {
+  const { auth } = input.options;
+  if (auth === undefined) return undefined;
+  const { AuthGate } = await import('../auth/gate.js');
+  return new AuthGate(auth, input.verifyToken, (message) => input.log('warn', message));
+}
+
+/** The endpoint over `engine`: HTTP rules of this server (paths, origins, sessions, limits, `gate`). */
+function httpEndpoint(input: HttpStackInput, engine: Engine, counters: ServerCounters, gate: AuthGate | undefined): HttpEndpoint {
   const { options, shared } = input;
-  // Each serving thread verifies on its own (its own JWKS cache): no cross-thread hop per request.
-  const gate = options.auth === undefined ? undefined : new AuthGate(options.auth, input.verifyToken, (message) => input.log('warn', message));
   const sessions = shared.sessions === undefined ? undefined : new SessionStore(shared.sessions);
   sessions?.observeEnds((seconds) => counters.histograms.observeSession(seconds));
   return new HttpEndpoint(engine, {

@@ -37,10 +37,9 @@
  *    (Ajv's other option, the native `re2` package, is not used: Sluice stays free of native
  *    add-ons besides uWS.)
  */
-import { Ajv2020 } from 'ajv/dist/2020.js';
-import { Ajv as AjvDraft7 } from 'ajv';
-import type { ErrorObject, Options, ValidateFunction } from 'ajv';
-import { default as addFormatsModule } from 'ajv-formats';
+import { createRequire } from 'node:module';
+import type { Ajv2020 } from 'ajv/dist/2020.js';
+import type { Ajv as AjvDraft7, ErrorObject, Options, ValidateFunction } from 'ajv';
 
 export type JsonSchema = Record<string, unknown>;
 
@@ -77,16 +76,23 @@ type AjvInstance = Ajv2020 | AjvDraft7;
 let ajv2020: Ajv2020 | undefined;
 let ajvDraft7: AjvDraft7 | undefined;
 
-// ajv-formats is CommonJS: its default export is the plugin, or a namespace holding it.
-const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (ajv: AjvInstance) => unknown;
+/**
+ * Ajv and ajv-formats, required (they are CommonJS, so synchronously) on the first schema: a thread
+ * that imports Sluice and defines no tool (a server's supervisor, a client, the CLI) never loads
+ * them, about 70 ms of CPU. Each module exports its class (the plugin) as `module.exports`.
+ */
+const requireCjs = createRequire(import.meta.url);
+function withFormats(ajv: AjvInstance): void {
+  (requireCjs('ajv-formats') as (ajv: AjvInstance) => unknown)(ajv);
+}
 
 /** The Ajv for a schema's `$schema`, made on first use (construction costs a few milliseconds). */
 function ajvFor(schema: JsonSchema, what: string): AjvInstance {
   const dialect = schema.$schema;
   if (dialect === undefined || (typeof dialect === 'string' && kDraft2020.test(dialect))) {
     if (ajv2020 === undefined) {
-      ajv2020 = new Ajv2020(kOptions);
-      addFormats(ajv2020);
+      ajv2020 = new (requireCjs('ajv/dist/2020.js') as typeof Ajv2020)(kOptions);
+      withFormats(ajv2020);
       // Ajv resolves `$anchor` (draft 2020-12 core) but does not list it as a keyword, so strict
       // mode would refuse it; declaring it changes nothing else.
       ajv2020.addKeyword('$anchor');
@@ -95,8 +101,8 @@ function ajvFor(schema: JsonSchema, what: string): AjvInstance {
   }
   if (typeof dialect === 'string' && kDraft7.test(dialect)) {
     if (ajvDraft7 === undefined) {
-      ajvDraft7 = new AjvDraft7(kOptions);
-      addFormats(ajvDraft7);
+      ajvDraft7 = new (requireCjs('ajv') as typeof AjvDraft7)(kOptions);
+      withFormats(ajvDraft7);
     }
     return ajvDraft7;
   }

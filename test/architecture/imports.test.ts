@@ -49,6 +49,18 @@ const kHttpLibrary = /^(node:)?(http|https|http2|net)$|uWebSockets|uws/i;
  */
 const knownViolations: readonly string[] = [];
 
+/**
+ * Packages that cost tens of milliseconds of CPU to load in every thread that loads them (measured on
+ * Node 20: jose ~65, Ajv with ajv-formats ~75, the OpenTelemetry API ~45, ioredis ~250, undici
+ * ~210, hdr-histogram-js ~75, msgpackr ~40), loaded only where they are used: by `import()` or
+ * `require` on the path that needs them (auth configured, the first tool schema, a registered SDK,
+ * cluster mode, a JWKS fetch, sluice bench). No thread's or command's static import graph holds one.
+ */
+const kLoadedOnUse: readonly string[] = ['jose', 'ajv', 'ajv/dist/2020.js', 'ajv-formats', '@opentelemetry/api', 'ioredis', 'undici', 'hdr-histogram-js', 'msgpackr'];
+
+/** Where a thread or command starts: the public entries, the CLI, the two worker entries. */
+const kEntries: readonly string[] = ['src/index.ts', 'src/client/index.ts', 'src/cli/main.ts', 'src/process/entries/http-worker.ts', 'src/process/entries/pool-worker.ts'];
+
 /** Size rules for src/: a file a reader can hold in mind, a function that fits on a screen or two. */
 const kMaxFileLines = 450;
 const kMaxFunctionLines = 80;
@@ -93,6 +105,37 @@ function specifiers(file: string): string[] {
   };
   visit(source);
   return found;
+}
+
+/** Specifiers a file's code loads when the file is evaluated: static imports and re-exports, not `import type`, not `import()`. */
+function valueSpecifiers(file: string): string[] {
+  const source = ts.createSourceFile(file, readFileSync(join(kRoot, file), 'utf8'), ts.ScriptTarget.Latest, false);
+  return source.statements.flatMap((node) => {
+    // verbatimModuleSyntax (tsconfig.json): every import but `import type` stays in the output.
+    if (ts.isImportDeclaration(node) && node.importClause?.isTypeOnly !== true && ts.isStringLiteral(node.moduleSpecifier)) return [node.moduleSpecifier.text];
+    if (ts.isExportDeclaration(node) && !node.isTypeOnly && node.moduleSpecifier !== undefined && ts.isStringLiteral(node.moduleSpecifier)) return [node.moduleSpecifier.text];
+    return [];
+  });
+}
+
+/** Everything evaluating `entry` loads: its static value imports, followed through src/, as `file -> specifier` chains. */
+function staticGraph(entry: string): Map<string, string> {
+  const via = new Map<string, string>([[entry, entry]]);
+  const queue = [entry];
+  while (queue.length > 0) {
+    const from = queue.shift()!;
+    for (const spec of valueSpecifiers(from)) {
+      let to = spec;
+      if (spec.startsWith('.')) {
+        to = posix(relative(kRoot, resolve(kRoot, dirname(from), spec)));
+        if (to.endsWith('.js')) to = `${to.slice(0, -3)}.ts`;
+      }
+      if (via.has(to)) continue;
+      via.set(to, `${via.get(from)} -> ${to}`);
+      if (spec.startsWith('.')) queue.push(to);
+    }
+  }
+  return via;
 }
 
 function edgesOf(files: readonly string[]): Edge[] {
@@ -286,6 +329,19 @@ describe('import graph', () => {
 
   it(`has no function in src over ${kMaxFunctionLines} lines`, () => {
     expect(sourceFiles('src').flatMap((file) => longFunctions(file))).toEqual([]);
+  });
+
+  it('loads no costly package on any start-up path (each is loaded where it is used)', () => {
+    const found = kEntries.flatMap((entry) => {
+      const graph = staticGraph(entry);
+      return kLoadedOnUse.filter((pkg) => graph.has(pkg)).map((pkg) => graph.get(pkg)!);
+    });
+    expect(found).toEqual([]);
+    // The walk itself: it follows src/ (the worker entry reaches the engine) and sees packages.
+    const worker = staticGraph('src/process/entries/http-worker.ts');
+    expect(worker.has('src/protocol/engine.ts')).toBe(true);
+    expect(worker.has('piscina')).toBe(true);
+    expect(staticGraph('src/auth/gate.ts').get('jose')).toBe('src/auth/gate.ts -> src/auth/jwks.ts -> jose');
   });
 
   it('catches what it is meant to catch (the checks on a made-up graph)', () => {

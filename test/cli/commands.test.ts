@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { describeServed, endpointUrl, renderResult, serveOptions } from '../../src/cli/main.js';
+import { endpointUrl, renderResult } from '../../src/cli/client-commands.js';
+import { describeServed, serveOptions } from '../../src/cli/serve.js';
 import { startServer } from '../helpers/server.js';
 import type { TestServer } from '../helpers/server.js';
 import { kSluiceUrl, runCli, serveCli, tempDir } from './helpers.js';

@@ -1,8 +1,9 @@
 /**
  * OpenTelemetry absent: `@opentelemetry/api` not installed (a loader that cannot find it), or
- * installed with no SDK registered. Either way no tracer is made (requests make no span) and a
- * server serves as before.
+ * installed with no SDK registered (then Sluice does not load it). Either way no tracer is made
+ * (requests make no span) and a server serves as before.
  */
+import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import * as api from '@opentelemetry/api';
 import { activeTracer, loadOtelApi, parseTraceparent } from '../../src/telemetry/tracing/otel.js';
@@ -23,12 +24,37 @@ describe('tracing when OpenTelemetry is absent', () => {
     expect(() => loadOtelApi(() => { throw new SyntaxError('broken'); })).toThrow('broken');
   });
 
-  it('the API installed, no SDK registered: no tracer (the proxy has no delegate)', () => {
-    const loaded = loadOtelApi();
-    expect(loaded).toBeDefined();
-    expect(activeTracer(loaded, 'sluice')).toBeUndefined();
-    expect(ServerTracer.create('tcp')).toBeUndefined();
-    expect(api.trace.getTracerProvider()).toBeInstanceOf(api.ProxyTracerProvider);
+  it('the API installed, nothing registered in a thread: Sluice (server and client) does not even load it, and makes no tracer or meter', () => {
+    // A fresh process (this file's imports load the API themselves): the engine's three checks, then
+    // whether any module of the API's package was required.
+    const dist = new URL('../../dist/src/telemetry/', import.meta.url).href;
+    const client = new URL('../../dist/src/client/tracing.js', import.meta.url).href;
+    const script = `
+      import { createRequire } from 'node:module';
+      const { ServerTracer } = await import('${dist}tracing/server.js');
+      const { ToolSpans } = await import('${dist}tracing/tool-spans.js');
+      const { MeterHistograms } = await import('${dist}meters.js');
+      const { activeTrace } = await import('${dist}tracing/otel.js');
+      const { ClientTracer, ClientMeter } = await import('${client}');
+      const made = [ServerTracer.create('tcp'), ToolSpans.create(), MeterHistograms.create(), activeTrace(), ClientTracer.create(), ClientMeter.create()];
+      const loaded = Object.keys(createRequire(import.meta.url).cache).filter((k) => k.includes('@opentelemetry')).length;
+      process.stdout.write(JSON.stringify({ made: made.map((m) => m === undefined), loaded }));`;
+    const out = JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' })) as { made: boolean[]; loaded: number };
+    expect(out).toEqual({ made: [true, true, true, true, true, true], loaded: 0 });
+  });
+
+  it('the API installed, something registered but no tracer provider: loaded then, still no tracer (the proxy has no delegate)', () => {
+    expect(loadOtelApi()).toBeUndefined(); // nothing registered in this thread yet
+    api.diag.setLogger(new api.DiagConsoleLogger(), api.DiagLogLevel.ERROR);
+    try {
+      const loaded = loadOtelApi();
+      expect(loaded).toBeDefined();
+      expect(activeTracer(loaded, 'sluice')).toBeUndefined();
+      expect(ServerTracer.create('tcp')).toBeUndefined();
+      expect(api.trace.getTracerProvider()).toBeInstanceOf(api.ProxyTracerProvider);
+    } finally {
+      api.diag.disable();
+    }
   });
 
   it('a stdio server without the API serves tools/call (a request with traceparent too)', async () => {

@@ -3,8 +3,9 @@
  * per-item `scopes`), the Protected Resource Metadata responses, and the refusal responses. The
  * decisions themselves are the AuthGate's (src/auth/).
  */
-import { kRootMetadataPath } from '../../auth/gate.js';
-import type { AuthGate, AuthRefusal } from '../../auth/gate.js';
+import { kRootMetadataPath } from '../../auth/metadata.js';
+import type { AuthGate } from '../../auth/gate.js';
+import type { AuthRefusal } from '../../auth/refusal.js';
 import type { Catalog } from '../../catalog/catalog.js';
 
 type Headers = readonly (readonly [string, string])[];

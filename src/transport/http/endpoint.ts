@@ -9,7 +9,7 @@ import type { SessionDirectoryAccess } from '../../cluster/session-client.js';
 import type { SessionStore } from '../../sessions/store.js';
 import { Counter } from '../../telemetry/counters.js';
 import { MetricsScrape } from '../../telemetry/scrape.js';
-import { AuthRefusal } from '../../auth/gate.js';
+import { AuthRefusal } from '../../auth/refusal.js';
 import type { AuthGate, Granted } from '../../auth/gate.js';
 import { HttpAuth } from './auth.js';
 import { Clients, kRefused } from './caller.js';
