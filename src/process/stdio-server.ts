@@ -10,7 +10,6 @@ import { CloseList } from '../server/close-list.js';
 import { loadCatalog, resolveConfig } from '../server/config.js';
 import { NodeServices } from '../server/node-services.js';
 import type { ServerLogSink, ServerOptions } from '../server/options.js';
-import { startStdioStack } from '../server/stdio-stack.js';
 import { threadEntry } from './thread-entry.js';
 
 /** The options stdio uses (no host, port, workers, sessions, HTTP limits: none applies to it). */
@@ -48,6 +47,8 @@ export async function serveStdioServer(options: StdioServerOptions): Promise<voi
   const onAbort = () => { void closer.close(graceMs).catch(() => undefined); };
   try {
     await services.start(closer);
+    // Imported here, not at the top: every thread whose tools module imports 'sluice' loads this file.
+    const { startStdioStack } = await import('../server/stdio-stack.js');
     const { served } = await startStdioStack({ config, services, catalog, poolEntry: threadEntry('pool-worker'), input: options.input ?? process.stdin, output: options.output ?? process.stdout }, closer);
     if (signal?.aborted === true) onAbort();
     else signal?.addEventListener('abort', onAbort, { once: true });

@@ -12,7 +12,6 @@ import { CloseList } from '../server/close-list.js';
 import { resolveConfig } from '../server/config.js';
 import type { ServerConfig } from '../server/config.js';
 import type { ClusterNode } from '../server/cluster-node.js';
-import { startHttpStack } from '../server/http-stack.js';
 import type { HttpStack, HttpStackInput } from '../server/http-stack.js';
 import { NodeServices } from '../server/node-services.js';
 import type { ClusterHooks } from '../server/node-services.js';
@@ -162,6 +161,9 @@ class SluiceServer implements Server {
       tasks: services.localTasks(mainThreadId), sessionDirectory: services.sessionHost,
       ...(cluster === undefined ? {} : inProcessCluster(cluster, options.cluster?.nodeId)),
     };
+    // Imported here: the engine and the HTTP transport under it are not loaded by a supervisor of
+    // HTTP workers, nor by every thread whose tools module imports 'sluice' (see src/index.ts).
+    const { startHttpStack } = await import('../server/http-stack.js');
     this.#stack = await startHttpStack(input, this.#closer);
     return this.#stack.listening.port;
   }

@@ -337,6 +337,9 @@ describe('import graph', () => {
       return kLoadedOnUse.filter((pkg) => graph.has(pkg)).map((pkg) => graph.get(pkg)!);
     });
     expect(found).toEqual([]);
+    // A tools module imports 'sluice' in every HTTP worker and pool thread: the public entry leaves
+    // the engine and the transports (what an in-process or stdio server serves with) to import().
+    expect(staticGraph('src/index.ts').get('src/protocol/engine.ts')).toBeUndefined();
     // The walk itself: it follows src/ (the worker entry reaches the engine) and sees packages.
     const worker = staticGraph('src/process/entries/http-worker.ts');
     expect(worker.has('src/protocol/engine.ts')).toBe(true);
