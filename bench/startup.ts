@@ -5,20 +5,22 @@
  *   from spawn to its "serving MCP" line: wall time, and the process's CPU time (every thread, from
  *   /proc) at that moment. Its floor: a Node process that starts as many worker threads (2 per
  *   HTTP worker), each importing nothing, and prints a line once all are running.
- * - `sluice call <url> echo` against a running server, spawn to exit. Its floor: `node -e ''`.
+ * - `sluice call <url> echo` against a running server (bench/servers/sluice-echo.mjs, on CPU 0),
+ *   spawn to exit. Its floor: `node -e ''`.
  *
- * The measured process runs on CPU 1 (the server that `call` talks to on CPU 0), so wall time is
+ * The measured process runs on CPU 1, so wall time is
  * close to CPU time; each rep runs every case once, in turn, so a drifting machine affects all alike.
  * Writes bench/results/startup.{md,json,svg}.
  *
  *   npm run bench:startup [-- --reps 5]
  */
 import { spawn } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { option } from './lib/args.js';
 import { cpuSeconds, machineLine, pinned } from './lib/machine.js';
+import { startServer, stopServer } from './lib/process.js';
 import { kRoot, mdTable, toJson, writeResults } from './lib/report.js';
+import { kServers } from './http/wrk.js';
 import { median, range } from './lib/stats.js';
 import { svgBars } from './lib/svg.js';
 
@@ -44,15 +46,8 @@ async function untilReady(args: readonly string[], marker: string): Promise<{ ms
     const ms = performance.now() - started;
     return { ms, cpuMs: cpuSeconds(child.pid!) * 1000 };
   } finally {
-    await stop(child);
+    await stopServer({ child });
   }
-}
-
-async function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  child.kill('SIGTERM');
-  await exited;
 }
 
 /** A process on `cpu` run to its exit: wall ms. */
@@ -92,21 +87,10 @@ function record(name: string, wall: number, cpu = NaN): void {
   if (!Number.isNaN(cpu)) c.cpu.push(cpu);
 }
 
-// A server for `sluice call` to talk to, on CPU 0.
-const [serverCommand, serverArgv] = pinned(0, process.execPath, [kSluice, 'serve', '--port', '0', '--workers', '1']);
-const server = spawn(serverCommand, serverArgv, { stdio: ['ignore', 'pipe', 'pipe'] });
+// A server for `sluice call` to talk to (bench/servers/sluice-echo.mjs: one worker, echo), on CPU 0.
+const server = await startServer([join(kServers, 'sluice-echo.mjs'), 'nosessions', '1'], 0);
 try {
-  const url = await new Promise<string>((resolve, reject) => {
-    let seen = '';
-    const onData = (chunk: Buffer): void => {
-      seen += chunk.toString();
-      const m = /serving MCP at (\S+)/.exec(seen);
-      if (m !== null) resolve(m[1]!);
-    };
-    server.stdout!.on('data', onData);
-    server.stderr!.on('data', onData);
-    server.once('exit', (code) => reject(new Error(`the server for sluice call exited (${code}): ${seen}`)));
-  });
+  const url = `http://127.0.0.1:${server.port}/mcp`;
   for (let rep = 0; rep < reps; rep++) {
     for (const workers of [1, 2]) {
       const floor = await untilReady(floorArgs(2 * workers), 'floor ready');
@@ -118,7 +102,7 @@ try {
     record('sluice call <url> echo', await toExit([kSluice, 'call', url, 'echo', '{"text":"hi"}'], 1));
   }
 } finally {
-  await stop(server);
+  await stopServer(server);
 }
 
 const med = (name: string, pick: 'wall' | 'cpu'): number => median(cases.get(name)![pick]);
@@ -138,7 +122,7 @@ const ratioRows = ratios.map(([a, b, what]) => [`${a} ÷ ${b}`, what, (med(a, 'w
 const md = [
   '# What starting costs',
   '',
-  `Each measured process on CPU 1 (\`taskset\`), ${reps} reps, every case once per rep in turn; \`sluice call\` talks to a \`sluice serve --workers 1\` on CPU 0. ${machineLine()}.`,
+  `Each measured process on CPU 1 (\`taskset\`), ${reps} reps, every case once per rep in turn; \`sluice call\` talks to bench/servers/sluice-echo.mjs (one worker) on CPU 0. ${machineLine()}.`,
   '',
   'Command: `npm run bench:startup' + (reps === 5 ? '' : ` -- --reps ${reps}`) + '`',
   '',

@@ -24,8 +24,8 @@ export async function startServer(nodeArgs: readonly string[], cpu?: number, nod
   return { child, port, pid: child.pid! };
 }
 
-/** SIGTERM (the servers close cleanly), SIGKILL after 5 s. */
-export async function stopServer(s: Running): Promise<void> {
+/** SIGTERM (the servers close cleanly), SIGKILL after 5 s. Any child process will do. */
+export async function stopServer(s: { readonly child: ChildProcess }): Promise<void> {
   if (s.child.exitCode !== null) return;
   const exited = new Promise((r) => s.child.once('exit', r));
   s.child.kill('SIGTERM');

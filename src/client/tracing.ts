@@ -6,28 +6,9 @@
  * Names follow the OpenTelemetry semantic conventions for MCP (@opentelemetry/semantic-conventions
  * 1.45.0, experimental there).
  */
-import { createRequire } from 'node:module';
 import type * as Api from '@opentelemetry/api';
-
-type OtelApi = typeof Api;
-let cached: OtelApi | null | undefined;
-
-/** Where API 1.x keeps what was registered with it (the server's src/telemetry/tracing/otel.ts reads it too). */
-const kRegistered = Symbol.for('opentelemetry.js.api.1');
-
-/** The API, or undefined: not installed, or nothing registered with it yet (then it is not loaded: ~40 ms of CPU). */
-function otelApi(): OtelApi | undefined {
-  if (cached === undefined) {
-    if ((globalThis as Record<symbol, unknown>)[kRegistered] === undefined) return undefined;
-    try {
-      cached = createRequire(import.meta.url)('@opentelemetry/api') as OtelApi;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException | undefined)?.code !== 'MODULE_NOT_FOUND') throw error;
-      cached = null; // an optional peer dependency: absent, no spans
-    }
-  }
-  return cached ?? undefined;
-}
+import { loadOtelApi } from '../otel-api.js';
+import type { OtelApi } from '../otel-api.js';
 
 export class ClientTracer {
   readonly #api: OtelApi;
@@ -35,7 +16,7 @@ export class ClientTracer {
 
   /** A tracer if the API is installed and a provider is registered in this thread, else undefined. */
   static create(): ClientTracer | undefined {
-    const api = otelApi();
+    const api = loadOtelApi();
     if (api === undefined) return undefined;
     const provider = api.trace.getTracerProvider();
     const tracer = provider instanceof api.ProxyTracerProvider ? provider.getDelegateTracer('sluice-client') : provider.getTracer('sluice-client');
@@ -120,7 +101,7 @@ export class ClientMeter {
 
   /** A meter if the API is installed and a (non-no-op) meter provider is registered, else undefined. */
   static create(): ClientMeter | undefined {
-    const api = otelApi();
+    const api = loadOtelApi();
     if (api === undefined) return undefined;
     const meter = api.metrics.getMeter('sluice-client');
     if (meter instanceof (api.createNoopMeter().constructor as new () => Api.Meter)) return undefined;

@@ -6,8 +6,8 @@
  * histograms cost nothing more.
  */
 import type * as Api from '@opentelemetry/api';
-import { loadOtelApi } from './tracing/otel.js';
-import type { OtelApi } from './tracing/otel.js';
+import { loadOtelApi } from '../otel-api.js';
+import type { OtelApi } from '../otel-api.js';
 
 /**
  * What a histogram series measures. `operation`: an MCP request (`mcp.server.operation.duration`);

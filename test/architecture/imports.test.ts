@@ -21,7 +21,7 @@ import { describe, expect, it } from 'vitest';
 
 const kLayers: readonly (readonly string[])[] = [
   /* 0 */ ['native-free-shm/'],
-  /* 1 */ ['src/errors.ts', 'src/validate.ts', 'src/ports/'], // ports/: what crosses a thread's MessagePort (value bounds; the call protocol of ids, deadlines, undeliverables by position that tasks/ and cluster/ both speak); it needs only errors.ts
+  /* 1 */ ['src/errors.ts', 'src/validate.ts', 'src/otel-api.ts', 'src/ports/'], // ports/: what crosses a thread's MessagePort (value bounds; the call protocol of ids, deadlines, undeliverables by position that tasks/ and cluster/ both speak); it needs only errors.ts
   /* 2 */ ['src/registry/'],
   /* 3 */ ['src/telemetry/', 'src/sessions/', 'src/auth/'],
   /* 4 */ ['src/tools/', 'src/catalog/', 'src/cluster/'],
@@ -36,8 +36,8 @@ const kLayers: readonly (readonly string[])[] = [
   /* 13 */ ['src/index.ts'], // the public API: nothing inside src/ imports it
 ];
 
-/** The client talks to any MCP server: it imports the wire constants and the errors, nothing of the server. */
-const kClientMayImport: readonly string[] = ['src/client/', 'src/protocol/wire.ts', 'src/errors.ts'];
+/** The client talks to any MCP server: it imports the wire constants, the errors and the OpenTelemetry API's loader, nothing of the server. */
+const kClientMayImport: readonly string[] = ['src/client/', 'src/protocol/wire.ts', 'src/errors.ts', 'src/otel-api.ts'];
 
 /** The protocol never sees HTTP: none of these may be imported under src/protocol/. */
 const kHttpLibrary = /^(node:)?(http|https|http2|net)$|uWebSockets|uws/i;
@@ -125,11 +125,7 @@ function staticGraph(entry: string): Map<string, string> {
   while (queue.length > 0) {
     const from = queue.shift()!;
     for (const spec of valueSpecifiers(from)) {
-      let to = spec;
-      if (spec.startsWith('.')) {
-        to = posix(relative(kRoot, resolve(kRoot, dirname(from), spec)));
-        if (to.endsWith('.js')) to = `${to.slice(0, -3)}.ts`;
-      }
+      const to = spec.startsWith('.') ? resolved(from, spec) : spec;
       if (via.has(to)) continue;
       via.set(to, `${via.get(from)} -> ${to}`);
       if (spec.startsWith('.')) queue.push(to);
@@ -138,12 +134,17 @@ function staticGraph(entry: string): Map<string, string> {
   return via;
 }
 
+/** A relative specifier of `from` as a repository path, `.js` read as the `.ts` it is built from. */
+function resolved(from: string, spec: string): string {
+  const to = posix(relative(kRoot, resolve(kRoot, dirname(from), spec)));
+  return to.endsWith('.js') ? `${to.slice(0, -3)}.ts` : to;
+}
+
 function edgesOf(files: readonly string[]): Edge[] {
   return files.flatMap((from) => specifiers(from).map((spec): Edge => {
     if (!spec.startsWith('.')) return { from, to: spec, relative: false };
-    let to = posix(relative(kRoot, resolve(kRoot, dirname(from), spec)));
-    if (to.endsWith('.js')) to = `${to.slice(0, -3)}.ts`;
-    else if (!to.endsWith('.ts') && files.includes(`${to}/index.ts`)) to = `${to}/index.ts`;
+    let to = resolved(from, spec);
+    if (!to.endsWith('.ts') && files.includes(`${to}/index.ts`)) to = `${to}/index.ts`;
     return { from, to, relative: true };
   }));
 }

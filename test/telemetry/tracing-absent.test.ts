@@ -6,7 +6,8 @@
 import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import * as api from '@opentelemetry/api';
-import { activeTracer, loadOtelApi, parseTraceparent } from '../../src/telemetry/tracing/otel.js';
+import { loadOtelApi } from '../../src/otel-api.js';
+import { activeTracer, parseTraceparent } from '../../src/telemetry/tracing/otel.js';
 import { ServerTracer } from '../../src/telemetry/tracing/server.js';
 import { stdioServer } from '../helpers/stdio.js';
 import { until } from '../helpers/server.js';

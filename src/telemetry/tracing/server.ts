@@ -7,8 +7,10 @@
  */
 import { threadId } from 'node:worker_threads';
 import type * as Api from '@opentelemetry/api';
-import { activeTracer, carriedOf, loadOtelApi, metaContext, parseTraceparent } from './otel.js';
-import type { CarriedTrace, OtelApi } from './otel.js';
+import { loadOtelApi } from '../../otel-api.js';
+import type { OtelApi } from '../../otel-api.js';
+import { activeTracer, carriedOf, metaContext, parseTraceparent } from './otel.js';
+import type { CarriedTrace } from './otel.js';
 
 /** A request's span (the API's type, kept opaque to callers). */
 export type RequestSpan = Api.Span;

@@ -6,8 +6,10 @@
  */
 import { threadId } from 'node:worker_threads';
 import type * as Api from '@opentelemetry/api';
-import { activeTracer, loadOtelApi, metaContext } from './otel.js';
-import type { CarriedTrace, OtelApi } from './otel.js';
+import { loadOtelApi } from '../../otel-api.js';
+import type { OtelApi } from '../../otel-api.js';
+import { activeTracer, metaContext } from './otel.js';
+import type { CarriedTrace } from './otel.js';
 
 export class ToolSpans {
   readonly #api: OtelApi;
