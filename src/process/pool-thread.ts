@@ -6,6 +6,7 @@ import { importToolsModule } from '../catalog/catalog.js';
 import { Refusal, checkArguments, errorText, thrownResult, toToolResult, toolFailure } from '../tools/define.js';
 import type { CallToolResult, Tool } from '../tools/define.js';
 import { epochNow } from '../tools/pool.js';
+import { trustSchemasCheckedElsewhere } from '../tools/schema.js';
 import type { PoolOutcome, PoolTask, PoolThreadData, PoolThreadMessage } from '../tools/pool.js';
 import { ProtocolError } from '../errors.js';
 import type { ProtocolErrorWire } from '../errors.js';
@@ -35,6 +36,9 @@ export async function startPoolThread(data: PoolThreadData): Promise<void> {
   // A pool tool's process.exit() would end this thread mid-task (piscina then fails the task with
   // a bare "worker exited" and starts a replacement): it throws instead.
   refuseProcessExit('a pool thread');
+  // The serving thread imported the tools module before it started this pool, and checked its
+  // schemas: this thread compiles only what results need (see trustSchemasCheckedElsewhere).
+  trustSchemasCheckedElsewhere();
   try {
     registry ??= attachRegistry(data.registry);
   } catch {

@@ -3,7 +3,7 @@
  * zod 4) made once into an argument check and a result check, and the refusal a failed argument
  * check gives. defineTool stores them on the tool under `kCompiled`.
  */
-import { SchemaProblem, checkPublishedSchema, compileJsonSchema, jsonPath } from './schema.js';
+import { SchemaProblem, checkPublishedSchema, compileJsonSchema, jsonPath, schemasCheckedElsewhere, uncheckedCopy } from './schema.js';
 import type { JsonSchema, SchemaCheck } from './schema.js';
 import { isStandardSchema, jsonSchemaConverter } from './standard-schema.js';
 import type { StandardSchemaV1 } from './standard-schema.js';
@@ -65,8 +65,14 @@ export function compileSide(schema: unknown, given: JsonSchema | undefined, what
       throw new SchemaProblem(`${what} looks like a map of schemas (the official SDK's raw shape): wrap it, e.g. z.object({ ... })`);
     }
   }
+  // A pool thread gets arguments the serving thread checked against the same schema.
+  if (io === 'input' && schemasCheckedElsewhere()) return { schema: uncheckedCopy(schema), check: handedOn, result: (value) => ({ value }) };
   const { schema: json, check } = compileJsonSchema(schema, what);
   return { schema: json, check: (value) => argsOf(check, value), result: (value) => checkedOf(check, value) };
+}
+
+function handedOn(value: Record<string, unknown>): Record<string, unknown> {
+  return value;
 }
 
 function argsOf(check: SchemaCheck, value: Record<string, unknown>): Record<string, unknown> | Refusal {

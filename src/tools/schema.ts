@@ -20,8 +20,8 @@
  * Bounds, and why:
  *  - Schemas: at most kMaxSchemaDepth (64) levels and kMaxSchemaNodes (4,096) JSON values. Ajv's
  *    compile time grows with schema size (measured on this machine: 100 string properties ≈ 75 ms,
- *    1,000 ≈ 570 ms; Ajv's code generator overflowed the stack near 2,000) and every HTTP worker and
- *    pool thread compiles every tool at start; 4,096 values bounds that below about a second per tool,
+ *    1,000 ≈ 570 ms; Ajv's code generator overflowed the stack near 2,000) and every HTTP worker
+ *    compiles every tool at start (a pool thread, its outputSchemas); 4,096 values bounds that below about a second per tool,
  *    far above real tool schemas (tens to a few hundred values).
  *  - Arguments: bounded in size by the transport's maxBodyBytes before they are parsed. A recursive
  *    schema (`$ref: "#"`) recurses with the data: arguments nested deeper than the stack allows give
@@ -76,6 +76,27 @@ type AjvInstance = Ajv2020 | AjvDraft7;
 let ajv2020: Ajv2020 | undefined;
 let ajvDraft7: AjvDraft7 | undefined;
 
+let checkedElsewhere = false;
+
+/**
+ * Called by a pool thread before it imports the tools module (src/process/pool-thread.ts): the
+ * thread that serves requests imported the same module first, refused it if a schema was bad, and
+ * checks each call's arguments before a pool thread gets them. So from here on, in this thread, a
+ * JSON Schema inputSchema is not compiled (its check hands the arguments on) and no schema is
+ * checked against its meta-schema; an outputSchema is still compiled, since results are made here,
+ * and a Standard Schema still validates (its parsed value is made here). A pool thread whose tools
+ * have no JSON Schema outputSchema then never loads Ajv: about 75 ms of CPU at its start, and 45
+ * more for the meta-schema.
+ */
+export function trustSchemasCheckedElsewhere(): void {
+  checkedElsewhere = true;
+}
+
+/** True in a thread that called `trustSchemasCheckedElsewhere`. */
+export function schemasCheckedElsewhere(): boolean {
+  return checkedElsewhere;
+}
+
 /**
  * Ajv and ajv-formats, required (they are CommonJS, so synchronously) on the first schema: a thread
  * that imports Sluice and defines no tool (a server's supervisor, a client, the CLI) never loads
@@ -86,12 +107,17 @@ function withFormats(ajv: AjvInstance): void {
   (requireCjs('ajv-formats') as (ajv: AjvInstance) => unknown)(ajv);
 }
 
+/** Ajv's options; where schemas were checked elsewhere, without the meta-schema (compiling it costs about 45 ms). */
+function ajvOptions(): Options {
+  return checkedElsewhere ? { ...kOptions, validateSchema: false } : kOptions;
+}
+
 /** The Ajv for a schema's `$schema`, made on first use (construction costs a few milliseconds). */
 function ajvFor(schema: JsonSchema, what: string): AjvInstance {
   const dialect = schema.$schema;
   if (dialect === undefined || (typeof dialect === 'string' && kDraft2020.test(dialect))) {
     if (ajv2020 === undefined) {
-      ajv2020 = new (requireCjs('ajv/dist/2020.js') as typeof Ajv2020)(kOptions);
+      ajv2020 = new (requireCjs('ajv/dist/2020.js') as typeof Ajv2020)(ajvOptions());
       withFormats(ajv2020);
       // Ajv resolves `$anchor` (draft 2020-12 core) but does not list it as a keyword, so strict
       // mode would refuse it; declaring it changes nothing else.
@@ -101,7 +127,7 @@ function ajvFor(schema: JsonSchema, what: string): AjvInstance {
   }
   if (typeof dialect === 'string' && kDraft7.test(dialect)) {
     if (ajvDraft7 === undefined) {
-      ajvDraft7 = new (requireCjs('ajv') as typeof AjvDraft7)(kOptions);
+      ajvDraft7 = new (requireCjs('ajv') as typeof AjvDraft7)(ajvOptions());
       withFormats(ajvDraft7);
     }
     return ajvDraft7;
@@ -151,7 +177,7 @@ function inspect(schema: unknown, what: string): { snapshot: JsonSchema; ajv: Aj
   // A private copy: what is published in tools/list and what was compiled cannot drift apart.
   const snapshot = JSON.parse(JSON.stringify(schema)) as JsonSchema;
   const ajv = ajvFor(snapshot, what);
-  if (ajv.validateSchema(snapshot) !== true) {
+  if (!checkedElsewhere && ajv.validateSchema(snapshot) !== true) {
     throw new SchemaProblem(`${what} is not a valid JSON Schema: ${ajv.errorsText(ajv.errors, { dataVar: what })}`);
   }
   if (snapshot.type !== 'object') {
@@ -202,7 +228,12 @@ export function compileJsonSchema(schema: unknown, what: string): { schema: Json
  * library's own validate() does the checking). Throws a SchemaProblem like compileJsonSchema.
  */
 export function checkPublishedSchema(schema: unknown, what: string): JsonSchema {
-  return inspect(schema, what).snapshot;
+  return checkedElsewhere ? uncheckedCopy(schema) : inspect(schema, what).snapshot;
+}
+
+/** Where schemas were checked elsewhere: a schema as published, copied, with no check and no Ajv. */
+export function uncheckedCopy(schema: unknown): JsonSchema {
+  return JSON.parse(JSON.stringify(schema)) as JsonSchema;
 }
 
 function checker(validate: ValidateFunction): SchemaCheck {
