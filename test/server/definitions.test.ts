@@ -5,36 +5,27 @@
 // `pattern`/`format`/`anyOf`/`$ref` were ignored, and BigInt/cycles/functions gave -32603 or
 // `null` inline but other answers in the pool.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { startServer } from '../helpers/server.js';
-import type { TestServer } from '../helpers/server.js';
+import { resultText as text, serveWithSdkClient } from '../helpers/sdk-session.js';
+import type { SdkSession, ToolResult as Result } from '../helpers/sdk-session.js';
 
 const kTools = new URL('../fixtures/definition-tools.mjs', import.meta.url);
 const kTimeout = { timeout: 10_000 };
 
-let server: TestServer;
-let client: ClientV1;
+let session: SdkSession;
 
 beforeAll(async () => {
-  server = await startServer({ tools: kTools, workers: 1, poolThreads: 1 });
-  client = new ClientV1({ name: 'definitions-test', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(server.address.url)), kTimeout);
+  session = await serveWithSdkClient(kTools, 'definitions-test');
 });
 
 afterAll(async () => {
-  await client?.close();
-  await server?.close();
-  expect(server?.logs ?? []).toEqual([]);
+  expect(await session?.close() ?? []).toEqual([]);
 });
 
-type Result = Awaited<ReturnType<ClientV1['callTool']>>;
-const call = (name: string, args: Record<string, unknown> = {}): Promise<Result> => client.callTool({ name, arguments: args }, undefined, kTimeout);
-const text = (r: Result): string => (r.content as Array<{ type: string; text?: string }>).map((c) => c.text ?? '').join('');
+const call = (name: string, args: Record<string, unknown> = {}): Promise<Result> => session.call(name, args);
 
 describe('tools/list', () => {
   it('the SDK v1 client lists every tool, with the JSON Schemas a zod tool publishes', async () => {
-    const { tools } = await client.listTools(undefined, kTimeout);
+    const { tools } = await session.client.listTools(undefined, kTimeout);
     expect(tools.length).toBe(30);
     const zod = tools.find((t) => t.name === 'zod_typed');
     expect(zod?.inputSchema).toMatchObject({ type: 'object', properties: { n: { type: 'number' }, word: { type: 'string' } }, required: ['n', 'word'] });

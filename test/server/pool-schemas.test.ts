@@ -5,33 +5,23 @@
 // it: arguments that break the schema never reach a pool tool; outputSchemas are still enforced in
 // the pool (test/server/definitions.test.ts, `pool tools`).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { startServer } from '../helpers/server.js';
-import type { TestServer } from '../helpers/server.js';
+import { resultText as text, serveWithSdkClient } from '../helpers/sdk-session.js';
+import type { SdkSession, ToolResult } from '../helpers/sdk-session.js';
 
 const kTools = new URL('../fixtures/pool-schema-tools.mjs', import.meta.url);
-const kTimeout = { timeout: 10_000 };
 
-let server: TestServer;
-let client: ClientV1;
+let session: SdkSession;
 
 beforeAll(async () => {
-  server = await startServer({ tools: kTools, workers: 1, poolThreads: 1 });
-  client = new ClientV1({ name: 'pool-schemas-test', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(server.address.url)), kTimeout);
+  session = await serveWithSdkClient(kTools, 'pool-schemas-test');
 });
 
 afterAll(async () => {
-  await client?.close();
-  await server?.close();
-  expect(server?.logs ?? []).toEqual([]);
+  expect(await session?.close() ?? []).toEqual([]);
 });
 
-type Result = Awaited<ReturnType<ClientV1['callTool']>>;
-const call = (name: string, args: Record<string, unknown> = {}): Promise<Result> => client.callTool({ name, arguments: args }, undefined, kTimeout);
-const text = (r: Result): string => (r.content as Array<{ type: string; text?: string }>).map((c) => c.text ?? '').join('');
-const structured = (r: Result): Record<string, unknown> => r.structuredContent as Record<string, unknown>;
+const call = (name: string, args: Record<string, unknown> = {}): Promise<ToolResult> => session.call(name, args);
+const structured = (r: ToolResult): Record<string, unknown> => r.structuredContent as Record<string, unknown>;
 
 describe('a pool thread and the schemas its serving thread checked', () => {
   it('the serving thread has Ajv; the pool thread, whose tools have no outputSchema, never loads it', async () => {
