@@ -18,6 +18,8 @@ export type SluiceErrorCode =
   | 'tools_module_failed'
   | 'process_exit_refused'
   | 'invalid_definition'
+  /** dist/ lacks what `npm run build` makes after tsc (the meta-schema validators): build again. */
+  | 'build_incomplete'
   /** Client: the call was made on, or was pending when, the transport closed. */
   | 'transport_closed'
   /** Client: the server process exited with the call pending. */
@@ -53,7 +55,7 @@ const kCodeTable: Record<SluiceErrorCode, true> = {
   listen_failed: true, port_in_use: true, tools_module_failed: true, process_exit_refused: true, invalid_definition: true,
   transport_closed: true, server_exited: true, session_expired: true, invalid_response: true, rpc_error: true,
   missing_client_capability: true, task_limit_reached: true, task_quota_reached: true, invalid_cursor: true,
-  cluster_unavailable: true, unauthorized: true, insufficient_scope: true,
+  cluster_unavailable: true, unauthorized: true, insufficient_scope: true, build_incomplete: true,
 };
 export const kSluiceErrorCodes: readonly SluiceErrorCode[] = Object.freeze(Object.keys(kCodeTable) as SluiceErrorCode[]);
 

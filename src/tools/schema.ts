@@ -37,9 +37,10 @@
  *    (Ajv's other option, the native `re2` package, is not used: Sluice stays free of native
  *    add-ons besides uWS.)
  */
-import { createRequire } from 'node:module';
-import type { Ajv2020 } from 'ajv/dist/2020.js';
-import type { Ajv as AjvDraft7, ErrorObject, Options, ValidateFunction } from 'ajv';
+import type { ErrorObject, ValidateFunction } from 'ajv';
+import { newAjv } from './ajv.js';
+import type { AjvInstance, Dialect } from './ajv.js';
+import { metaValidator } from './meta-validators.js';
 
 export type JsonSchema = Record<string, unknown>;
 
@@ -59,22 +60,8 @@ export class SchemaProblem extends Error {
 const kDraft2020 = /^https:\/\/json-schema\.org\/draft\/2020-12\/schema#?$/;
 const kDraft7 = /^http:\/\/json-schema\.org\/draft-07\/schema#?$/;
 
-const kOptions: Options = {
-  strict: true, // unknown keywords and formats are refused, not ignored
-  strictTypes: false, // `properties` without `type` is common and harmless; "log" would print warnings
-  strictTuples: false,
-  strictRequired: false, // `anyOf: [{ required: ['a'] }]` names properties defined elsewhere
-  allowUnionTypes: true,
-  allErrors: false, // the first problem is enough, and cheaper
-  addUsedSchema: false, // two tools may use the same `$id`
-  unicodeRegExp: true,
-  validateFormats: true,
-  logger: false, // never print: a bad schema is an error at definition
-};
-
-type AjvInstance = Ajv2020 | AjvDraft7;
-let ajv2020: Ajv2020 | undefined;
-let ajvDraft7: AjvDraft7 | undefined;
+let ajv2020: AjvInstance | undefined;
+let ajvDraft7: AjvInstance | undefined;
 
 let checkedElsewhere = false;
 
@@ -85,9 +72,9 @@ let checkedElsewhere = false;
  * JSON Schema inputSchema is not compiled (its check hands the arguments on) and no schema is
  * checked against its meta-schema; an outputSchema is still compiled, since results are made here,
  * and a Standard Schema still validates (its parsed value is made here). A pool thread whose tools
- * have no JSON Schema outputSchema then never loads Ajv. Measured (Node 20, one small tool, fresh
- * process): its definition costs 126-138 ms of CPU checked in full, 64-69 ms trusted with an
- * outputSchema (no meta-schema), 0.5 ms trusted without one.
+ * have no JSON Schema outputSchema then never loads Ajv. Measured (Node 20, one small tool with an
+ * outputSchema, fresh process): its definition costs 75-80 ms of CPU (Ajv's load, mostly) checked
+ * in full or trusted alike, 0.5 ms trusted without the outputSchema.
  */
 export function trustSchemasCheckedElsewhere(): void {
   checkedElsewhere = true;
@@ -99,41 +86,21 @@ export function schemasCheckedElsewhere(): boolean {
 }
 
 /**
- * Ajv and ajv-formats, required (they are CommonJS, so synchronously) on the first schema: a thread
- * that imports Sluice and defines no tool (a server's supervisor, a client, the CLI) never loads
- * them, about 70 ms of CPU. Each module exports its class (the plugin) as `module.exports`.
+ * The dialect a schema's `$schema` names, and its Ajv, made on first use. Ajv never checks a schema
+ * against its meta-schema itself (`validateSchema: false`): `inspect` does, with the validator the
+ * build compiled (meta-validators.ts), or not at all where schemas were checked elsewhere.
  */
-const requireCjs = createRequire(import.meta.url);
-function withFormats(ajv: AjvInstance): void {
-  (requireCjs('ajv-formats') as (ajv: AjvInstance) => unknown)(ajv);
-}
-
-/** Ajv's options; where schemas were checked elsewhere, without the meta-schema (compiling it costs about 60 ms). */
-function ajvOptions(): Options {
-  return checkedElsewhere ? { ...kOptions, validateSchema: false } : kOptions;
-}
-
-/** The Ajv for a schema's `$schema`, made on first use (construction costs a few milliseconds). */
-function ajvFor(schema: JsonSchema, what: string): AjvInstance {
-  const dialect = schema.$schema;
-  if (dialect === undefined || (typeof dialect === 'string' && kDraft2020.test(dialect))) {
-    if (ajv2020 === undefined) {
-      ajv2020 = new (requireCjs('ajv/dist/2020.js') as typeof Ajv2020)(ajvOptions());
-      withFormats(ajv2020);
-      // Ajv resolves `$anchor` (draft 2020-12 core) but does not list it as a keyword, so strict
-      // mode would refuse it; declaring it changes nothing else.
-      ajv2020.addKeyword('$anchor');
-    }
-    return ajv2020;
+function ajvFor(schema: JsonSchema, what: string): { ajv: AjvInstance; dialect: Dialect } {
+  const declared = schema.$schema;
+  if (declared === undefined || (typeof declared === 'string' && kDraft2020.test(declared))) {
+    ajv2020 ??= newAjv('draft2020', { validateSchema: false });
+    return { ajv: ajv2020, dialect: 'draft2020' };
   }
-  if (typeof dialect === 'string' && kDraft7.test(dialect)) {
-    if (ajvDraft7 === undefined) {
-      ajvDraft7 = new (requireCjs('ajv') as typeof AjvDraft7)(ajvOptions());
-      withFormats(ajvDraft7);
-    }
-    return ajvDraft7;
+  if (typeof declared === 'string' && kDraft7.test(declared)) {
+    ajvDraft7 ??= newAjv('draft07', { validateSchema: false });
+    return { ajv: ajvDraft7, dialect: 'draft07' };
   }
-  throw new SchemaProblem(`${what}: unsupported $schema ${JSON.stringify(dialect)} (use draft 2020-12, the default, or draft-07)`);
+  throw new SchemaProblem(`${what}: unsupported $schema ${JSON.stringify(declared)} (use draft 2020-12, the default, or draft-07)`);
 }
 
 /**
@@ -177,9 +144,10 @@ function inspect(schema: unknown, what: string): { snapshot: JsonSchema; ajv: Aj
   const vendor = measure(schema, what);
   // A private copy: what is published in tools/list and what was compiled cannot drift apart.
   const snapshot = JSON.parse(JSON.stringify(schema)) as JsonSchema;
-  const ajv = ajvFor(snapshot, what);
-  if (!checkedElsewhere && ajv.validateSchema(snapshot) !== true) {
-    throw new SchemaProblem(`${what} is not a valid JSON Schema: ${ajv.errorsText(ajv.errors, { dataVar: what })}`);
+  const { ajv, dialect } = ajvFor(snapshot, what);
+  if (!checkedElsewhere) {
+    const meta = metaValidator(dialect);
+    if (meta(snapshot) !== true) throw new SchemaProblem(`${what} is not a valid JSON Schema: ${ajv.errorsText(meta.errors, { dataVar: what })}`);
   }
   if (snapshot.type !== 'object') {
     throw new SchemaProblem(`${what} must be an object schema (type: "object" at its root, which MCP clients require), got type ${JSON.stringify(snapshot.type) ?? 'undefined'}`);
