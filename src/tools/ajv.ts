@@ -35,15 +35,12 @@ export const requireCjs = createRequire(import.meta.url);
 /** A new Ajv for `dialect`, with ajv-formats and Sluice's options (`extra` on top). */
 export function newAjv(dialect: Dialect, extra: Options = {}): AjvInstance {
   const options = { ...kOptions, ...extra };
-  if (dialect === 'draft07') {
-    const ajv = new (requireCjs('ajv') as typeof AjvDraft7)(options);
-    (requireCjs('ajv-formats') as (ajv: AjvInstance) => unknown)(ajv);
-    return ajv;
-  }
-  const ajv = new (requireCjs('ajv/dist/2020.js') as typeof Ajv2020)(options);
+  const ajv = dialect === 'draft07'
+    ? new (requireCjs('ajv') as typeof AjvDraft7)(options)
+    : new (requireCjs('ajv/dist/2020.js') as typeof Ajv2020)(options);
   (requireCjs('ajv-formats') as (ajv: AjvInstance) => unknown)(ajv);
   // Ajv resolves `$anchor` (draft 2020-12 core) but does not list it as a keyword, so strict mode
   // would refuse it; declaring it changes nothing else.
-  ajv.addKeyword('$anchor');
+  if (dialect === 'draft2020') ajv.addKeyword('$anchor');
   return ajv;
 }

@@ -3,7 +3,7 @@
  * zod 4) made once into an argument check and a result check, and the refusal a failed argument
  * check gives. defineTool stores them on the tool under `kCompiled`.
  */
-import { SchemaProblem, checkPublishedSchema, compileJsonSchema, jsonPath, schemasCheckedElsewhere, uncheckedCopy } from './schema.js';
+import { SchemaProblem, checkPublishedSchema, compileJsonSchema, jsonPath, schemasCheckedElsewhere } from './schema.js';
 import type { JsonSchema, SchemaCheck } from './schema.js';
 import { isStandardSchema, jsonSchemaConverter } from './standard-schema.js';
 import type { StandardSchemaV1 } from './standard-schema.js';
@@ -66,7 +66,7 @@ export function compileSide(schema: unknown, given: JsonSchema | undefined, what
     }
   }
   // A pool thread gets arguments the serving thread checked against the same schema.
-  if (io === 'input' && schemasCheckedElsewhere()) return { schema: uncheckedCopy(schema), check: handedOn, result: (value) => ({ value }) };
+  if (io === 'input' && schemasCheckedElsewhere()) return { schema: checkPublishedSchema(schema, what), check: handedOn, result: (value) => ({ value }) };
   const { schema: json, check } = compileJsonSchema(schema, what);
   return { schema: json, check: (value) => argsOf(check, value), result: (value) => checkedOf(check, value) };
 }

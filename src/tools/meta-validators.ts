@@ -30,20 +30,15 @@ const kMetaSchema: Readonly<Record<Dialect, string>> = {
 /** Where the build writes them: dist/src/tools/meta-validators/. */
 export const kMetaValidatorsDir = new URL('./meta-validators/', import.meta.url);
 
-const loaded = new Map<Dialect, MetaValidator>();
-
-/** The build's validator for `dialect` (loaded once per thread); a clear error if the build did not make it. */
+/** The build's validator for `dialect` (`require` keeps it per thread); a clear error if the build did not make it. */
 export function metaValidator(dialect: Dialect, dir: URL = kMetaValidatorsDir): MetaValidator {
-  const own = dir.href === kMetaValidatorsDir.href;
-  const cached = own ? loaded.get(dialect) : undefined;
-  if (cached !== undefined) return cached;
   const file = fileURLToPath(new URL(`${dialect}.cjs`, dir));
-  if (!existsSync(file)) {
+  try {
+    return requireCjs(file) as MetaValidator;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'MODULE_NOT_FOUND' || existsSync(file)) throw error;
     throw new SluiceError('build_incomplete', `${file} is missing: the meta-schema validators are made by \`npm run build\` (scripts/build-meta-validators.mjs after tsc)`);
   }
-  const validate = requireCjs(file) as MetaValidator;
-  if (own) loaded.set(dialect, validate);
-  return validate;
 }
 
 /** Ajv's standalone code for a dialect's meta-schema (CommonJS: `module.exports` is the validator). */

@@ -60,8 +60,8 @@ export class SchemaProblem extends Error {
 const kDraft2020 = /^https:\/\/json-schema\.org\/draft\/2020-12\/schema#?$/;
 const kDraft7 = /^http:\/\/json-schema\.org\/draft-07\/schema#?$/;
 
-let ajv2020: AjvInstance | undefined;
-let ajvDraft7: AjvInstance | undefined;
+/** This thread's Ajv per dialect, made on first use. */
+const instances = new Map<Dialect, AjvInstance>();
 
 let checkedElsewhere = false;
 
@@ -85,22 +85,23 @@ export function schemasCheckedElsewhere(): boolean {
   return checkedElsewhere;
 }
 
-/**
- * The dialect a schema's `$schema` names, and its Ajv, made on first use. Ajv never checks a schema
- * against its meta-schema itself (`validateSchema: false`): `inspect` does, with the validator the
- * build compiled (meta-validators.ts), or not at all where schemas were checked elsewhere.
- */
-function ajvFor(schema: JsonSchema, what: string): { ajv: AjvInstance; dialect: Dialect } {
+/** The dialect a schema's `$schema` names: draft 2020-12 (also when it names none) or draft-07. */
+function dialectOf(schema: JsonSchema, what: string): Dialect {
   const declared = schema.$schema;
-  if (declared === undefined || (typeof declared === 'string' && kDraft2020.test(declared))) {
-    ajv2020 ??= newAjv('draft2020', { validateSchema: false });
-    return { ajv: ajv2020, dialect: 'draft2020' };
-  }
-  if (typeof declared === 'string' && kDraft7.test(declared)) {
-    ajvDraft7 ??= newAjv('draft07', { validateSchema: false });
-    return { ajv: ajvDraft7, dialect: 'draft07' };
-  }
+  if (declared === undefined || (typeof declared === 'string' && kDraft2020.test(declared))) return 'draft2020';
+  if (typeof declared === 'string' && kDraft7.test(declared)) return 'draft07';
   throw new SchemaProblem(`${what}: unsupported $schema ${JSON.stringify(declared)} (use draft 2020-12, the default, or draft-07)`);
+}
+
+/**
+ * This thread's Ajv for a dialect. Ajv never checks a schema against its meta-schema itself
+ * (`validateSchema: false`): `inspect` does, with the validator the build compiled
+ * (meta-validators.ts), or not at all where schemas were checked elsewhere.
+ */
+function ajvFor(dialect: Dialect): AjvInstance {
+  let ajv = instances.get(dialect);
+  if (ajv === undefined) instances.set(dialect, ajv = newAjv(dialect, { validateSchema: false }));
+  return ajv;
 }
 
 /**
@@ -138,21 +139,24 @@ function measure(schema: unknown, what: string): Set<string> {
   return vendor;
 }
 
-/** Checks everything but Ajv's strict compile: bounds, dialect, meta-schema, `type: "object"`. */
-function inspect(schema: unknown, what: string): { snapshot: JsonSchema; ajv: AjvInstance; vendor: Set<string> } {
+/**
+ * Checks everything but Ajv's strict compile: bounds, dialect, meta-schema (not where schemas were
+ * checked elsewhere), `type: "object"`. Loads Ajv only to word a refusal.
+ */
+function inspect(schema: unknown, what: string): { snapshot: JsonSchema; dialect: Dialect; vendor: Set<string> } {
   if (schema === null || typeof schema !== 'object' || Array.isArray(schema)) throw new SchemaProblem(`${what} must be a JSON Schema object, got ${schema === null ? 'null' : Array.isArray(schema) ? 'an array' : typeof schema}`);
   const vendor = measure(schema, what);
   // A private copy: what is published in tools/list and what was compiled cannot drift apart.
   const snapshot = JSON.parse(JSON.stringify(schema)) as JsonSchema;
-  const { ajv, dialect } = ajvFor(snapshot, what);
+  const dialect = dialectOf(snapshot, what);
   if (!checkedElsewhere) {
     const meta = metaValidator(dialect);
-    if (meta(snapshot) !== true) throw new SchemaProblem(`${what} is not a valid JSON Schema: ${ajv.errorsText(meta.errors, { dataVar: what })}`);
+    if (meta(snapshot) !== true) throw new SchemaProblem(`${what} is not a valid JSON Schema: ${ajvFor(dialect).errorsText(meta.errors, { dataVar: what })}`);
   }
   if (snapshot.type !== 'object') {
     throw new SchemaProblem(`${what} must be an object schema (type: "object" at its root, which MCP clients require), got type ${JSON.stringify(snapshot.type) ?? 'undefined'}`);
   }
-  return { snapshot, ajv, vendor };
+  return { snapshot, dialect, vendor };
 }
 
 /**
@@ -177,7 +181,8 @@ function declareVendorKeywords(ajv: AjvInstance, keywords: ReadonlySet<string>):
  * SchemaProblem naming `what` (`inputSchema`, `outputSchema`) and the reason.
  */
 export function compileJsonSchema(schema: unknown, what: string): { schema: JsonSchema; check: SchemaCheck } {
-  const { snapshot, ajv, vendor } = inspect(schema, what);
+  const { snapshot, dialect, vendor } = inspect(schema, what);
+  const ajv = ajvFor(dialect);
   declareVendorKeywords(ajv, vendor);
   let validate: ValidateFunction;
   try {
@@ -193,16 +198,12 @@ export function compileJsonSchema(schema: unknown, what: string): { schema: Json
 }
 
 /**
- * Checks a JSON Schema that a schema library generated (it is published, not compiled: the
- * library's own validate() does the checking). Throws a SchemaProblem like compileJsonSchema.
+ * Checks a JSON Schema that is published, not compiled: one a schema library generated (its own
+ * validate() does the checking), or an inputSchema where schemas were checked elsewhere. Throws a
+ * SchemaProblem like compileJsonSchema; loads no Ajv unless it refuses.
  */
 export function checkPublishedSchema(schema: unknown, what: string): JsonSchema {
-  return checkedElsewhere ? uncheckedCopy(schema) : inspect(schema, what).snapshot;
-}
-
-/** Where schemas were checked elsewhere: a schema as published, copied, with no check and no Ajv. */
-export function uncheckedCopy(schema: unknown): JsonSchema {
-  return JSON.parse(JSON.stringify(schema)) as JsonSchema;
+  return inspect(schema, what).snapshot;
 }
 
 function checker(validate: ValidateFunction): SchemaCheck {
