@@ -16,6 +16,8 @@
  * Writes bench/results/endpoint.{md,svg} (or `--out NAME`).
  *
  *   npm run build && node dist/bench/endpoint.js [--reps 5] [--requests 200000] [--out endpoint]
+ *   node dist/bench/endpoint.js --smoke      (npm run bench:smoke, in CI: every case once, 20 000
+ *                                             requests, every answer checked, no timing judged, no file written)
  */
 import { relative } from 'node:path';
 import { collectCatalog } from '../src/catalog/catalog.js';
@@ -33,8 +35,9 @@ import { svgBars } from './lib/svg.js';
 import { legacyEcho, modernEcho } from './http/contenders.js';
 import type { Endpoint } from './http/wrk.js';
 
-const reps = Number(option('reps', '5'));
-const requests = Number(option('requests', '200000'));
+const smoke = process.argv.includes('--smoke');
+const reps = smoke ? 1 : Number(option('reps', '5'));
+const requests = smoke ? 20_000 : Number(option('requests', '200000'));
 const out = option('out', 'endpoint');
 
 /** bench/servers/sluice-tools.mjs's two echoes. */
@@ -172,6 +175,12 @@ for (let rep = 0; rep < reps; rep++) {
       process.stderr.write(`rep ${rep + 1} ${c.label}: ${perRequest.toFixed(0)} ns/req\n`);
     }
   }
+}
+
+if (smoke) {
+  // The answers were checked in `run` (a wrong one throws): the in-memory request still goes the whole way.
+  console.log(`bench:smoke endpoint: ${kCases.map((c) => `${c.label} ${ns[c.key]![0]!.toFixed(0)} ns`).join(', ')}`);
+  process.exit(0);
 }
 
 /** Per rep: Sluice's ns ÷ the raw echo's of that era in the same rep. */
