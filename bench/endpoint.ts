@@ -19,12 +19,13 @@
  *   node dist/bench/endpoint.js --smoke      (npm run bench:smoke, in CI: every case once, 20 000
  *                                             requests, every answer checked, no timing judged, no file written)
  */
-import { relative } from 'node:path';
+import { join, relative } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { collectCatalog } from '../src/catalog/catalog.js';
 import { Engine } from '../src/protocol/engine.js';
 import { createRegistry } from '../src/registry/index.js';
+import { resolveOptions } from '../src/server/options.js';
 import { ServerCounters } from '../src/telemetry/counters.js';
-import { defineTool } from '../src/tools/define.js';
 import { HttpEndpoint } from '../src/transport/http/endpoint.js';
 import type { BodyCallback, Exchange } from '../src/transport/http/exchange.js';
 import { option } from './lib/args.js';
@@ -34,23 +35,16 @@ import { median, range } from './lib/stats.js';
 import { svgBars } from './lib/svg.js';
 import { legacyEcho, modernEcho } from './http/contenders.js';
 import type { Endpoint } from './http/wrk.js';
+import { kServers } from './http/wrk.js';
 
 const smoke = process.argv.includes('--smoke');
 const reps = smoke ? 1 : Number(option('reps', '5'));
 const requests = smoke ? 20_000 : Number(option('requests', '200000'));
 const out = option('out', 'endpoint');
 
-/** bench/servers/sluice-tools.mjs's two echoes. */
-const kTools = [
-  defineTool({
-    name: 'echo', description: 'echo', inputSchema: { type: 'object', properties: { text: { type: 'string' } } },
-    handler: (args: { text: string }) => ({ content: [{ type: 'text' as const, text: args.text }] }),
-  }),
-  defineTool({
-    name: 'echo_async', description: 'echo, async', inputSchema: { type: 'object', properties: { text: { type: 'string' } } },
-    handler: async (args: { text: string }) => ({ content: [{ type: 'text' as const, text: args.text }] }),
-  }),
-];
+/** The wrk servers' tools module (bench/servers/sluice-tools.mjs: `echo` and `echo_async`), loaded here too. */
+const kToolsModule = pathToFileURL(join(kServers, 'sluice-tools.mjs'));
+const kTools = ((await import(kToolsModule.href)) as { default: unknown }).default;
 
 /** An Exchange whose request is in memory, the whole body at once, and whose response is kept (last one only). */
 class MemoryExchange implements Exchange {
@@ -90,16 +84,18 @@ class MemoryExchange implements Exchange {
 /** The last response; `answered` (async cases) is called when it is written. */
 interface Sink { status: number; body: string; bytes: number; answered: (() => void) | undefined }
 
-/** One HTTP worker's endpoint over a fresh engine, with the server's defaults where the bench does not care. */
+/** One HTTP worker's endpoint over a fresh engine, with the server's default options (no sessions, bound to loopback). */
 function sluiceEndpoint(): HttpEndpoint {
+  const o = resolveOptions({ tools: kToolsModule, port: 0 });
   const engine = new Engine({
     registry: createRegistry(), counters: ServerCounters.create(2), catalog: collectCatalog(kTools),
-    serverInfo: { name: 'bench', version: '1' }, streamCancelTimeoutMs: 60_000, log: () => {}, stateKeys: [new Uint8Array(32).fill(7)],
+    serverInfo: o.serverInfo, streamCancelTimeoutMs: o.streamCancelTimeoutMs, log: () => {}, stateKeys: [new Uint8Array(32).fill(7)],
   });
   return new HttpEndpoint(engine, {
-    path: '/mcp', allowedOrigins: [], sessions: undefined, sessionIdleMs: 0, authenticate: undefined, trustProxy: false,
-    maxBodyBytes: 4 << 20, metrics: false, cancelOnDisconnect: false, maxSessionsPerClient: 100, maxInFlightPerClient: 1_000,
-    maxStreamBufferBytes: 1 << 20, slowReaderTimeoutMs: 10_000, cors: undefined, exposeWorker: false, allowedHostNames: new Set(['127.0.0.1']),
+    path: o.path, allowedOrigins: o.allowedOrigins, sessions: undefined, sessionIdleMs: o.sessionIdleMs, authenticate: undefined, trustProxy: o.trustProxy,
+    maxBodyBytes: o.maxBodyBytes, metrics: false, cancelOnDisconnect: o.cancelOnDisconnect, maxSessionsPerClient: o.maxSessionsPerClient,
+    maxInFlightPerClient: o.maxInFlightPerClient, maxStreamBufferBytes: o.maxStreamBufferBytes, slowReaderTimeoutMs: o.slowReaderTimeoutMs,
+    cors: o.cors, exposeWorker: o.exposeWorker, allowedHostNames: new Set(['127.0.0.1']),
   });
 }
 

@@ -30,9 +30,14 @@ const kMetaSchema: Readonly<Record<Dialect, string>> = {
 /** Where the build writes them: dist/src/tools/meta-validators/. */
 export const kMetaValidatorsDir = new URL('./meta-validators/', import.meta.url);
 
+/** The file a dialect's validator is written to and loaded from. */
+function validatorFile(dialect: Dialect, dir: URL): string {
+  return fileURLToPath(new URL(`${dialect}.cjs`, dir));
+}
+
 /** The build's validator for `dialect` (`require` keeps it per thread); a clear error if the build did not make it. */
 export function metaValidator(dialect: Dialect, dir: URL = kMetaValidatorsDir): MetaValidator {
-  const file = fileURLToPath(new URL(`${dialect}.cjs`, dir));
+  const file = validatorFile(dialect, dir);
   try {
     return requireCjs(file) as MetaValidator;
   } catch (error) {
@@ -59,7 +64,7 @@ export function writeMetaValidators(dir: URL = kMetaValidatorsDir): string[] {
   mkdirSync(dir, { recursive: true });
   const written: string[] = [];
   for (const dialect of Object.keys(kMetaSchema) as Dialect[]) {
-    const file = fileURLToPath(new URL(`${dialect}.cjs`, dir));
+    const file = validatorFile(dialect, dir);
     const source = metaValidatorSource(dialect);
     if (existsSync(file) && readFileSync(file, 'utf8') === source) continue;
     const partial = `${file}.${process.pid}.partial`;
