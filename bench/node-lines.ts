@@ -6,7 +6,8 @@
  *   eras, from a sync and an async handler. Target: >= 0.80.
  * - uWS, inside the Debian 13 root of `.ci/current-distro` (glibc 2.41, where the btc-vision builds
  *   for ABI 127/137 load): Sluice (1 HTTP worker) ÷ the raw uWS echo (`uws-echo.mjs`) on that Node.
- *   Target: >= 0.75.
+ *   Target: >= 0.75. Beside it, with no target, the hardened floor (`uws-floor.mjs`) ÷ the same raw
+ *   echo: how far the reads any hardened server makes put it below the raw echo, in the same run.
  *
  * Every server is pinned to CPU 1 and wrk -t1 to CPU 0; the servers of one Node line start once and
  * stay up. Each Sluice run sits between two runs of its own ceiling, and its ratio is to their mean
@@ -45,7 +46,7 @@ const out = opt('out', 'node-lines');
 const kNodeBin = (line: number): string => join(kRoot, '.ci', 'node-versions', 'node_modules', `node${line}`, 'bin', 'node');
 const kCurrentDistro = join(kRoot, '.ci', 'current-distro');
 
-type ServerKey = 'rawNode1' | 'rawNode2' | 'sluiceNode1' | 'sluiceNode2' | 'rawUws' | 'sluiceUws';
+type ServerKey = 'rawNode1' | 'rawNode2' | 'sluiceNode1' | 'sluiceNode2' | 'rawUws' | 'floorUws' | 'sluiceUws';
 interface ServerSpec { key: ServerKey; script: string; args: string[]; uws: boolean; label: string }
 const kServerSpecs: readonly ServerSpec[] = [
   { key: 'rawNode1', script: 'node-echo.mjs', args: ['1'], uws: false, label: 'raw node:http echo, 1 thread' },
@@ -53,6 +54,7 @@ const kServerSpecs: readonly ServerSpec[] = [
   { key: 'sluiceNode1', script: 'sluice-echo.mjs', args: ['nosessions', '1'], uws: false, label: 'Sluice, node:http, 1 HTTP worker' },
   { key: 'sluiceNode2', script: 'sluice-echo.mjs', args: ['nosessions', '2'], uws: false, label: 'Sluice, node:http, 2 HTTP workers (reusePort)' },
   { key: 'rawUws', script: 'uws-echo.mjs', args: [], uws: true, label: 'raw uWS echo (btc-vision build, Debian 13 root)' },
+  { key: 'floorUws', script: 'uws-floor.mjs', args: [], uws: true, label: 'hardened uWS floor (Debian 13 root)' },
   { key: 'sluiceUws', script: 'sluice-echo.mjs', args: ['nosessions', '1'], uws: true, label: 'Sluice, uWS, 1 HTTP worker (Debian 13 root)' },
 ];
 
@@ -74,13 +76,16 @@ const kRunSpecs: readonly RunSpec[] = [
   { key: 'sluiceNode2.modern', server: 'sluiceNode2', endpoint: modern, label: 'Sluice node:http ×2, 2026-07-28 sync' },
   { key: 'rawUws.legacy', server: 'rawUws', endpoint: raw(legacy), label: 'raw uWS, legacy body' },
   { key: 'rawUws.modern', server: 'rawUws', endpoint: raw(modern), label: 'raw uWS, 2026-07-28 body' },
+  { key: 'floorUws.legacy', server: 'floorUws', endpoint: raw(legacy), label: 'hardened uWS floor, legacy body' },
+  { key: 'floorUws.modern', server: 'floorUws', endpoint: raw(modern), label: 'hardened uWS floor, 2026-07-28 body' },
   { key: 'sluiceUws.legacy', server: 'sluiceUws', endpoint: legacy, label: 'Sluice uWS ×1, legacy sync' },
   { key: 'sluiceUws.legacyAsync', server: 'sluiceUws', endpoint: asyncOf(legacy), label: 'Sluice uWS ×1, legacy async' },
   { key: 'sluiceUws.modern', server: 'sluiceUws', endpoint: modern, label: 'Sluice uWS ×1, 2026-07-28 sync' },
   { key: 'sluiceUws.modernAsync', server: 'sluiceUws', endpoint: asyncOf(modern), label: 'Sluice uWS ×1, 2026-07-28 async' },
 ];
 
-interface RatioSpec { name: string; of: string; over: string; target: number }
+/** `target` undefined: a floor, shown beside the targets it bounds (what the least a hardened server does reaches). */
+interface RatioSpec { name: string; of: string; over: string; target: number | undefined }
 const kRatioSpecs: readonly RatioSpec[] = [
   { name: 'node:http ×1: legacy sync ÷ raw', of: 'sluiceNode1.legacy', over: 'rawNode1.legacy', target: 0.8 },
   { name: 'node:http ×1: legacy async ÷ raw', of: 'sluiceNode1.legacyAsync', over: 'rawNode1.legacy', target: 0.8 },
@@ -88,8 +93,10 @@ const kRatioSpecs: readonly RatioSpec[] = [
   { name: 'node:http ×1: 2026-07-28 async ÷ raw', of: 'sluiceNode1.modernAsync', over: 'rawNode1.modern', target: 0.8 },
   { name: 'node:http ×2: legacy sync ÷ raw ×2', of: 'sluiceNode2.legacy', over: 'rawNode2.legacy', target: 0.8 },
   { name: 'node:http ×2: 2026-07-28 sync ÷ raw ×2', of: 'sluiceNode2.modern', over: 'rawNode2.modern', target: 0.8 },
+  { name: 'uWS ×1: hardened floor, legacy ÷ raw uWS', of: 'floorUws.legacy', over: 'rawUws.legacy', target: undefined },
   { name: 'uWS ×1: legacy sync ÷ raw uWS', of: 'sluiceUws.legacy', over: 'rawUws.legacy', target: 0.75 },
   { name: 'uWS ×1: legacy async ÷ raw uWS', of: 'sluiceUws.legacyAsync', over: 'rawUws.legacy', target: 0.75 },
+  { name: 'uWS ×1: hardened floor, 2026-07-28 ÷ raw uWS', of: 'floorUws.modern', over: 'rawUws.modern', target: undefined },
   { name: 'uWS ×1: 2026-07-28 sync ÷ raw uWS', of: 'sluiceUws.modern', over: 'rawUws.modern', target: 0.75 },
   { name: 'uWS ×1: 2026-07-28 async ÷ raw uWS', of: 'sluiceUws.modernAsync', over: 'rawUws.modern', target: 0.75 },
 ];
@@ -201,14 +208,14 @@ const results: LineResult[] = [];
 for (const line of lines) results.push(await measureLine(line));
 
 const f = (x: number, d = 2): string => (Number.isFinite(x) ? x.toFixed(d) : '–');
-interface RatioRow { line: number; name: string; target: number; rps: number[]; cpu: number[]; met: boolean }
+interface RatioRow { line: number; name: string; target: number | undefined; rps: number[]; cpu: number[]; met: boolean }
 const ratioRows: RatioRow[] = [];
 for (const res of results) {
   for (const q of kRatioSpecs) {
     const r = res.ratioRps[q.of];
     const c = res.ratioCpu[q.of];
     if (r === undefined || c === undefined) continue;
-    ratioRows.push({ line: res.line, name: q.name, target: q.target, rps: r, cpu: c, met: median(r) >= q.target });
+    ratioRows.push({ line: res.line, name: q.name, target: q.target, rps: r, cpu: c, met: q.target !== undefined && median(r) >= q.target });
   }
 }
 
@@ -220,9 +227,11 @@ const md = [
   '| Node | ratio | target | req/s ratio per rep (÷ the raw runs beside it) | min–max | median | CPU/req ratio median | status |', '|---|---|---:|---|---|---:|---:|---|',
   ...ratioRows.map((q) => {
     const r = range(q.rps);
-    return `| ${q.line} | ${q.name} | ≥ ${q.target} | ${q.rps.map((x) => f(x, 3)).join(', ')} | ${f(r.min, 2)}–${f(r.max, 2)} | ${f(median(q.rps), 2)} | ${f(median(q.cpu), 2)} | ${q.met ? 'met' : 'missed'} |`;
+    const target = q.target === undefined ? '—' : `≥ ${q.target}`;
+    const status = q.target === undefined ? 'floor' : q.met ? 'met' : 'missed';
+    return `| ${q.line} | ${q.name} | ${target} | ${q.rps.map((x) => f(x, 3)).join(', ')} | ${f(r.min, 2)}–${f(r.max, 2)} | ${f(median(q.rps), 2)} | ${f(median(q.cpu), 2)} | ${status} |`;
   }), '',
-  '(CPU/req ratio: the raw server\'s CPU per request ÷ Sluice\'s, so 1 = as cheap.)', '',
+  '(CPU/req ratio: the raw server\'s CPU per request ÷ Sluice\'s, so 1 = as cheap. A "floor" row is the hardened uWS floor, `uws-floor.mjs`: the raw echo plus the reads every request of a server that keeps its hardening needs (method, URL, every header into a Map, the peer address as Sluice reads it, a UTF-8 check), and no protocol logic. It is not a target: it shows how far below the raw echo those reads alone put a server, in the same run.)', '',
   '## Runs', '',
 ];
 for (const res of results) {
@@ -247,8 +256,8 @@ function chart(): string {
     const y = 36 + i * rowH;
     const m = median(q.rps);
     parts.push(`<text x="10" y="${y + 12}">Node ${q.line}: ${xmlEscape(q.name)}</text>`);
-    parts.push(`<rect x="${left}" y="${y + 2}" width="${scale(m) - left}" height="${rowH - 6}" fill="${q.met ? '#4a8' : '#d64'}"/>`);
-    parts.push(`<line x1="${scale(q.target)}" x2="${scale(q.target)}" y1="${y}" y2="${y + rowH - 2}" stroke="#000"/>`);
+    parts.push(`<rect x="${left}" y="${y + 2}" width="${scale(m) - left}" height="${rowH - 6}" fill="${q.target === undefined ? '#999' : q.met ? '#4a8' : '#d64'}"/>`);
+    if (q.target !== undefined) parts.push(`<line x1="${scale(q.target)}" x2="${scale(q.target)}" y1="${y}" y2="${y + rowH - 2}" stroke="#000"/>`);
     parts.push(`<text x="${scale(m) + 4}" y="${y + 12}">${f(m, 2)}</text>`);
   });
   parts.push('</svg>');

@@ -2,16 +2,23 @@
 // hardening must make per request, and nothing else: method and URL, every header into a Map (repeats
 // and Mcp-Param-* need them all), the peer address (per-client limits and scopes), a UTF-8 check,
 // a status line. Beside uws-echo.mjs it shows what those reads cost, apart from any protocol logic.
+// The peer address is read as Sluice reads it (peers.ts): once per connection where the build
+// reports connections (`App.filter`, the btc-vision builds), else a getpeername per request; a floor
+// that paid a system call Sluice does not would sit below what Sluice can reach.
 import { isUtf8 } from 'node:buffer';
 // The same native binding Sluice's loader picks for this Node (never a JavaScript imitation).
 import { loadUws } from '../../dist/src/transport/http/uws/load.js';
+import { ConnectionPeers } from '../../dist/src/transport/http/uws/peers.js';
 const uws = loadUws();
-uws.App().any('/*', (res, req) => {
+const peers = new ConnectionPeers();
+const app = uws.App();
+app.filter?.(peers.changed);
+app.any('/*', (res, req) => {
   const method = req.getMethod();
   const url = req.getUrl();
   const headers = new Map();
   req.forEach((k, v) => { headers.set(k, v); });
-  const address = new Uint8Array(res.getRemoteAddress());
+  const address = peers.address(res);
   const chunks = [];
   res.onAborted(() => { res.aborted = true; });
   res.onData((chunk, last) => {
