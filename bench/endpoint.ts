@@ -45,6 +45,9 @@ const out = option('out', 'endpoint');
 /** The wrk servers' tools module (bench/servers/sluice-tools.mjs: `echo` and `echo_async`), loaded here too. */
 const kToolsModule = pathToFileURL(join(kServers, 'sluice-tools.mjs'));
 const kTools = ((await import(kToolsModule.href)) as { default: unknown }).default;
+/** The raw echoes' answer (bench/servers/echo-answer.mjs), the one the ceiling servers build. */
+interface EchoRequest { id: number; params: { arguments: { text: string } } }
+const { echoAnswer } = (await import(pathToFileURL(join(kServers, 'echo-answer.mjs')).href)) as { echoAnswer: (m: EchoRequest) => string };
 
 /** An Exchange whose request is in memory, the whole body at once, and whose response is kept (last one only). */
 class MemoryExchange implements Exchange {
@@ -121,8 +124,7 @@ function request(c: Case): { headers: Map<string, string>; body: Buffer } {
 
 /** The raw echo's JavaScript for one request (node-echo.mjs's handler without node:http). */
 function rawEcho(body: Buffer, sink: Sink): void {
-  const m = JSON.parse(body.toString()) as { id: number; params: { arguments: { text: string } } };
-  const answer = JSON.stringify({ jsonrpc: '2.0', id: m.id, result: { content: [{ type: 'text', text: m.params.arguments.text }] } });
+  const answer = echoAnswer(JSON.parse(body.toString()) as EchoRequest);
   sink.status = 200;
   sink.body = answer;
   sink.bytes = Buffer.byteLength(answer);

@@ -209,6 +209,9 @@ for (const line of lines) results.push(await measureLine(line));
 
 const f = (x: number, d = 2): string => (Number.isFinite(x) ? x.toFixed(d) : '–');
 interface RatioRow { line: number; name: string; target: number | undefined; rps: number[]; cpu: number[]; met: boolean }
+/** A row's status: a floor has no target to meet. */
+const statusOf = (q: RatioRow): 'met' | 'missed' | 'floor' => (q.target === undefined ? 'floor' : q.met ? 'met' : 'missed');
+const kStatusFill = { met: '#4a8', missed: '#d64', floor: '#999' } as const;
 const ratioRows: RatioRow[] = [];
 for (const res of results) {
   for (const q of kRatioSpecs) {
@@ -228,8 +231,7 @@ const md = [
   ...ratioRows.map((q) => {
     const r = range(q.rps);
     const target = q.target === undefined ? '—' : `≥ ${q.target}`;
-    const status = q.target === undefined ? 'floor' : q.met ? 'met' : 'missed';
-    return `| ${q.line} | ${q.name} | ${target} | ${q.rps.map((x) => f(x, 3)).join(', ')} | ${f(r.min, 2)}–${f(r.max, 2)} | ${f(median(q.rps), 2)} | ${f(median(q.cpu), 2)} | ${status} |`;
+    return `| ${q.line} | ${q.name} | ${target} | ${q.rps.map((x) => f(x, 3)).join(', ')} | ${f(r.min, 2)}–${f(r.max, 2)} | ${f(median(q.rps), 2)} | ${f(median(q.cpu), 2)} | ${statusOf(q)} |`;
   }), '',
   '(CPU/req ratio: the raw server\'s CPU per request ÷ Sluice\'s, so 1 = as cheap. A "floor" row is the hardened uWS floor, `uws-floor.mjs`: the raw echo plus the reads every request of a server that keeps its hardening needs (method, URL, every header into a Map, the peer address as Sluice reads it, a UTF-8 check), and no protocol logic. It is not a target: it shows how far below the raw echo those reads alone put a server, in the same run.)', '',
   '## Runs', '',
@@ -256,7 +258,7 @@ function chart(): string {
     const y = 36 + i * rowH;
     const m = median(q.rps);
     parts.push(`<text x="10" y="${y + 12}">Node ${q.line}: ${xmlEscape(q.name)}</text>`);
-    parts.push(`<rect x="${left}" y="${y + 2}" width="${scale(m) - left}" height="${rowH - 6}" fill="${q.target === undefined ? '#999' : q.met ? '#4a8' : '#d64'}"/>`);
+    parts.push(`<rect x="${left}" y="${y + 2}" width="${scale(m) - left}" height="${rowH - 6}" fill="${kStatusFill[statusOf(q)]}"/>`);
     if (q.target !== undefined) parts.push(`<line x1="${scale(q.target)}" x2="${scale(q.target)}" y1="${y}" y2="${y + rowH - 2}" stroke="#000"/>`);
     parts.push(`<text x="${scale(m) + 4}" y="${y + 12}">${f(m, 2)}</text>`);
   });

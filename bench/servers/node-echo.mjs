@@ -7,13 +7,9 @@
 // with Sluice's attributes for this request, the echo run with it active, and the span ended.
 import { createServer } from 'node:http';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
+import { echoAnswer } from './echo-answer.mjs';
 
 const traced = await tracedEcho(process.argv[3]);
-
-/** The echo's answer to request `m`. */
-function answer(m) {
-  return JSON.stringify({ jsonrpc: '2.0', id: m.id, result: { content: [{ type: 'text', text: m.params.arguments.text }] } });
-}
 
 /** `(message, run) => run()` inside a span, or undefined without a tracing module. */
 async function tracedEcho(tracing) {
@@ -43,7 +39,7 @@ function serve(port, ready) {
     req.on('data', (c) => chunks.push(c));
     req.on('end', () => {
       const m = JSON.parse(Buffer.concat(chunks).toString());
-      const body = traced === undefined ? answer(m) : traced(m, () => answer(m));
+      const body = traced === undefined ? echoAnswer(m) : traced(m, () => echoAnswer(m));
       res.writeHead(200, ['content-type', 'application/json', 'content-length', String(Buffer.byteLength(body))]);
       res.end(body);
     });

@@ -9,6 +9,7 @@ import { isUtf8 } from 'node:buffer';
 // The same native binding Sluice's loader picks for this Node (never a JavaScript imitation).
 import { loadUws } from '../../dist/src/transport/http/uws/load.js';
 import { ConnectionPeers } from '../../dist/src/transport/http/uws/peers.js';
+import { echoAnswer } from './echo-answer.mjs';
 const uws = loadUws();
 const peers = new ConnectionPeers();
 const app = uws.App();
@@ -27,7 +28,7 @@ app.any('/*', (res, req) => {
     const bytes = Buffer.concat(chunks);
     if (!isUtf8(bytes) || method !== 'post' || url !== '/mcp' || address.length === 0) return res.close();
     const m = JSON.parse(bytes.toString());
-    const body = JSON.stringify({ jsonrpc: '2.0', id: m.id, result: { content: [{ type: 'text', text: m.params.arguments.text }] } });
+    const body = echoAnswer(m);
     if (!res.aborted) res.cork(() => { res.writeStatus('200 OK').writeHeader('content-type', headers.get('content-type') === undefined ? 'text/plain' : 'application/json').end(body); });
   });
 }).listen('127.0.0.1', 0, (s) => process.stdout.write(`READY ${uws.us_socket_local_port(s)}\n`));
