@@ -10,7 +10,7 @@ import type { EngineConfig } from '../../src/protocol/engine.js';
 import { createRegistry } from '../../src/registry/index.js';
 import { ServerCounters, Counter } from '../../src/telemetry/counters.js';
 import { defineTool } from '../../src/tools/define.js';
-import { FakeReply, info, tick } from './helpers.js';
+import { FakeReply, info, tick, until } from './helpers.js';
 
 const peerUrl = new URL('../fixtures/registry-peer.mjs', import.meta.url);
 const started: Worker[] = [];
@@ -62,15 +62,6 @@ async function peer(config: EngineConfig): Promise<(message: object) => Promise<
   const next = async () => (await once(worker, 'message'))[0] as Record<string, unknown>;
   await next();
   return async (message) => { const reply = next(); worker.postMessage(message); return reply; };
-}
-
-/** Waits (a few ms at a time) until `check` holds. */
-async function until(check: () => boolean, ms = 2000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error('timed out');
-    await tick(2);
-  }
 }
 
 describe('async runs, cancelled from another thread', () => {
