@@ -14,7 +14,7 @@ import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '
 import { describe, expect, it } from 'vitest';
 import { ServerTracer } from '../../src/telemetry/tracing/server.js';
 import { defineTool } from '../../src/tools/define.js';
-import { FakeReply, info, makeEngine, tick } from '../protocol/helpers.js';
+import { FakeReply, info, makeEngine, until } from '../protocol/helpers.js';
 
 const opened: Array<() => void> = [];
 const noArgs = { type: 'object', properties: {} };
@@ -38,7 +38,7 @@ async function startPoll(id: string) {
   const scope = info('legacy');
   opened.length = 0;
   engine.handleRequest(id, 'tools/call', { name: 'poll' }, scope, reply);
-  await tick();
+  await new Promise((r) => setImmediate(r)); // after the engine's own: the turn's arming has run
   return { exporter, config, reply, scope };
 }
 
@@ -61,7 +61,7 @@ describe('the cancel event on a request span', () => {
     expect(span!.events[0]!.attributes).toMatchObject({ 'mcp.cancel.reason': 'polled first', 'mcp.cancel.scope': scope.scope });
     expect(span!.attributes['error.type']).toBe('cancelled');
 
-    await tick(); // the watcher's wake comes later and adds nothing
+    await until(() => config.registry.watching === 0); // the watcher's wake comes later and adds nothing
     expect(exporter.getFinishedSpans()).toHaveLength(1);
     expect(span!.events.map((e) => e.name)).toEqual(['mcp.cancel.received', 'mcp.cancel.observed']);
   });
@@ -69,10 +69,10 @@ describe('the cancel event on a request span', () => {
   it('is recorded once when the watcher hears the cancel first and the handler then sees its flag', async () => {
     const { exporter, config, reply, scope } = await startPoll('p2');
     config.registry.cancel('p2', 'watcher first', scope.scope);
-    await tick(); // the watcher wakes: the reply is told, the handler still waits
+    await until(() => reply.calls.length === 2); // the watcher wakes: the reply is told, the handler still waits
     expect(reply.calls).toEqual(['started', 'cancelled']);
     opened[0]!();
-    await tick();
+    await until(() => reply.calls.length === 3);
     expect(reply.calls).toEqual(['started', 'cancelled', 'released']);
     const [span] = exporter.getFinishedSpans();
     expect(span!.events.map((e) => e.name)).toEqual(['mcp.cancel.received', 'mcp.cancel.observed']);
