@@ -10,7 +10,7 @@
  *   npm run build && node dist/bench/async-ab.js [--reps 3] [--seconds 4] [--connections 32] [--label text]
  */
 import { send } from './lib/http-client.js';
-import { option } from './lib/args.js';
+import { benchArgs } from './lib/args.js';
 import { machineLine } from './lib/machine.js';
 import { stopServer } from './lib/process.js';
 import type { Running } from './lib/process.js';
@@ -19,12 +19,13 @@ import { asyncOf, checkEcho, legacyEcho, modernEcho } from './http/contenders.js
 import type { Endpoint } from './http/wrk.js';
 import { cpuPerRequest, ensureTools, start, wrk } from './http/wrk.js';
 
-const opt = option;
-const reps = Number(opt('reps', '3'));
-const seconds = Number(opt('seconds', '4'));
-const label = opt('label', '');
-const out = opt('out', 'async-ab.md');
-const connections = Number(opt('connections', '32'));
+const { reps, seconds, label, out, connections } = benchArgs('Usage: node dist/bench/async-ab.js [options]\nS1 on uWS: the raw ceiling, the hardened floor and Sluice, sync and async, at both eras, one pinned core.', {
+  reps: { type: 'number', integer: true, default: 3, help: 'rounds of every endpoint' },
+  seconds: { type: 'number', default: 4, help: 'seconds per wrk run' },
+  connections: { type: 'number', integer: true, default: 32, help: 'wrk connections' },
+  label: { type: 'string', default: '', help: 'a note for the report\'s heading' },
+  out: { type: 'string', default: 'async-ab.md', help: 'the report\'s file name under bench/results/' },
+});
 
 const legacy = legacyEcho();
 const modern = modernEcho();

@@ -14,14 +14,16 @@ import { SignJWT, exportJWK, generateKeyPair } from 'jose';
 import type { CryptoKey } from 'jose';
 import { AuthGate, resolveAuth } from '../src/auth/index.js';
 import { createServer, defineTool } from '../src/index.js';
-import { option } from './lib/args.js';
+import { benchArgs } from './lib/args.js';
 import { httpErrors, sluiceBench } from './lib/sluice-bench.js';
 import type { AuthOptions } from '../src/index.js';
 
 const kAudience = 'https://mcp.example.test/mcp';
 const N = Number(process.env.N ?? 20_000);
 /** Part 2's measured seconds per run (after a 1 s warm-up). */
-const kSeconds = Number(option('seconds', '8'));
+const kSeconds = benchArgs('Usage: node dist/bench/auth-verify.js [options]   (env N, UNIQUE: part 1\'s counts)\nBearer-token verification: per-check cost, then an HTTP A/B with auth on and off.', {
+  seconds: { type: 'number', default: 8, help: 'part 2\'s measured seconds per run' },
+}).seconds;
 
 function pct(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))];

@@ -9,6 +9,7 @@
 import { Packr } from 'msgpackr';
 import { Redis } from 'ioredis';
 import type { BusMessage } from '../src/cluster/codec.js';
+import { benchArgs } from './lib/args.js';
 
 const packr = new Packr({ useRecords: false, moreTypes: false });
 
@@ -58,8 +59,9 @@ async function roundTrips(url: string): Promise<string[]> {
 }
 
 async function main(): Promise<void> {
-  const at = process.argv.indexOf('--redis');
-  const url = at > 0 ? process.argv[at + 1] : process.env.REDIS_URL;
+  const url = benchArgs('Usage: node dist/bench/cluster-codec.js [options]\nmsgpackr against JSON for the cluster bus\'s messages; Redis round trips when a Redis is named.', {
+    redis: { type: 'string', help: 'a Redis URL to time round trips against (else REDIS_URL, else none)' },
+  }).redis ?? process.env.REDIS_URL;
   const rows: string[] = ['| message | codec | bytes | encode+decode ns (median of 7) |', '| --- | --- | --- | --- |'];
   for (const [name, message] of Object.entries(kMessages)) {
     const json = Buffer.from(JSON.stringify(message));

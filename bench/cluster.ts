@@ -12,6 +12,7 @@
  */
 import { Agent, request } from 'node:http';
 import { join } from 'node:path';
+import { benchArgs } from './lib/args.js';
 import { send } from './lib/http-client.js';
 import { machineLine, pin, pinSelf } from './lib/machine.js';
 import { stopServer } from './lib/process.js';
@@ -24,7 +25,9 @@ import { svgBars } from './lib/svg.js';
 import { ensureTools, start, wrk, work } from './http/wrk.js';
 import type { WrkResult } from './http/wrk.js';
 
-const smoke = process.argv.includes('--smoke');
+const { smoke } = benchArgs('Usage: node dist/bench/cluster.js [options]\nCluster mode against a real redis-server on loopback: C1 echo, C2 cancel → observed across nodes, C3 session lifecycles.', {
+  smoke: { type: 'flag', help: 'a short run (CI): 1 rep of 2 s, 20 samples' },
+});
 const seconds = smoke ? 2 : 5;
 const reps = smoke ? 1 : 3;
 const samples = smoke ? 20 : 100;

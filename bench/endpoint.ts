@@ -28,7 +28,7 @@ import { resolveOptions } from '../src/server/options.js';
 import { ServerCounters } from '../src/telemetry/counters.js';
 import { HttpEndpoint } from '../src/transport/http/endpoint.js';
 import type { BodyCallback, Exchange } from '../src/transport/http/exchange.js';
-import { option } from './lib/args.js';
+import { benchArgs } from './lib/args.js';
 import { machineLine, pinSelf } from './lib/machine.js';
 import { kRoot, writeResults } from './lib/report.js';
 import { median, range } from './lib/stats.js';
@@ -37,10 +37,16 @@ import { legacyEcho, modernEcho } from './http/contenders.js';
 import type { Endpoint } from './http/wrk.js';
 import { kServers } from './http/wrk.js';
 
-const smoke = process.argv.includes('--smoke');
-const reps = smoke ? 1 : Number(option('reps', '5'));
-const requests = smoke ? 20_000 : Number(option('requests', '200000'));
-const out = option('out', 'endpoint');
+const args = benchArgs('Usage: node dist/bench/endpoint.js [options]\nSluice\'s JavaScript per request over an in-memory Exchange, against the raw echo\'s.', {
+  reps: { type: 'number', integer: true, default: 5, help: 'rounds of every case' },
+  requests: { type: 'number', integer: true, default: 200_000, help: 'requests per case per rep' },
+  out: { type: 'string', default: 'endpoint', help: 'results under bench/results/NAME.{md,svg}' },
+  smoke: { type: 'flag', help: 'every case once, 20 000 requests, answers checked, no file written (CI)' },
+});
+const smoke = args.smoke;
+const reps = smoke ? 1 : args.reps;
+const requests = smoke ? 20_000 : args.requests;
+const out = args.out;
 
 /** The wrk servers' tools module (bench/servers/sluice-tools.mjs: `echo` and `echo_async`), loaded here too. */
 const kToolsModule = pathToFileURL(join(kServers, 'sluice-tools.mjs'));

@@ -24,6 +24,7 @@
  * open-loop: S6; validation: S8, argument validation on the tool path at 0, 5 and 20 properties), the
  * report in bench/http/report.ts. S1 has the echo from an `async` handler at both eras beside the sync one.
  */
+import { benchArgs } from './lib/args.js';
 import { median } from './lib/stats.js';
 import { s4 } from './http/cancel.js';
 import { contenders, kAsyncLabel, kModernAsyncLabel, kModernLabel, kSluiceLabel } from './http/contenders.js';
@@ -37,14 +38,15 @@ import type { Row } from './http/throughput.js';
 import { s8 } from './http/validation.js';
 import { ensureTools } from './http/wrk.js';
 
-/** `--only S1[,S4…]`: just these scenarios (figures for one part without the 15-minute full run). */
-const onlyArg = process.argv.indexOf('--only');
-const o: Options = {
-  smoke: process.argv.includes('--smoke'),
-  /** A short full run to check the harness itself (not for figures). */
-  quick: process.argv.includes('--quick'),
-  only: onlyArg === -1 ? undefined : new Set((process.argv[onlyArg + 1] ?? '').split(',').map((x) => x.trim().toUpperCase()).filter((x) => x !== '')),
-};
+/** The scenarios this script runs (S5, the table, is `npm run bench:registry`). */
+const kScenarios = ['S0', 'S1', 'S2', 'S3', 'S4', 'S6', 'S7', 'S8'];
+const scenariosOf = (list: string): string[] => list.split(',').map((x) => x.trim().toUpperCase()).filter((x) => x !== '');
+const args = benchArgs('Usage: npm run bench (full) | npm run bench:smoke (short, CI) | node dist/bench/http.js [options]\nThe HTTP scenarios S0–S8 against the contenders of bench/http/contenders.ts.', {
+  smoke: { type: 'flag', help: 'short runs with floors on ratios (CI)' },
+  quick: { type: 'flag', help: 'a short full run to check the harness itself (not for figures)' },
+  only: { type: 'string', help: 'just these scenarios, comma-separated (S1 or S1,S4…): one part without the 15-minute full run', check: (v) => { const l = scenariosOf(v); return l.length > 0 && l.every((s) => kScenarios.includes(s)) ? undefined : `takes scenarios among ${kScenarios.join(', ')}`; } },
+});
+const o: Options = { smoke: args.smoke, quick: args.quick, only: args.only === undefined ? undefined : new Set(scenariosOf(args.only)) };
 
 /**
  * bench:smoke floors (ratios in the same run), set well under the measured figures so that only a

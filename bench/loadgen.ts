@@ -9,9 +9,9 @@
  * Writes bench/results/loadgen.{md,json,svg}. No side effects on import except when run.
  */
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
 import { requestBody, mcpHeaders, requestParams } from '../src/loadgen/wire.js';
+import { benchArgs } from './lib/args.js';
 import { collect, ensureTools, start, wrk } from './http/wrk.js';
 import { cpuTimes, machineLine, pin, pinned } from './lib/machine.js';
 import { stopServer } from './lib/process.js';
@@ -80,11 +80,13 @@ async function undiciLoop(port: number, connections: number, seconds: number): P
 interface Round { order: string[]; wrk: Figures; sluice: Figures; undici: Figures }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { rounds: { type: 'string' }, seconds: { type: 'string' }, connections: { type: 'string' }, undici: { type: 'string' } } });
-  const connections = Number(values.connections ?? 32);
-  const seconds = Number(values.seconds ?? 5);
-  if (values.undici !== undefined) return undiciLoop(Number(values.undici), connections, seconds);
-  const rounds = Number(values.rounds ?? 5);
+  const { rounds, seconds, connections, undici } = benchArgs('Usage: node dist/bench/loadgen.js [options]\n`sluice bench` against wrk and an undici Pool, each in turn on CPU 0, against the raw uWS echo on CPU 1.', {
+    rounds: { type: 'number', integer: true, default: 5, help: 'interleaved rounds' },
+    seconds: { type: 'number', default: 5, help: 'seconds per generator per round' },
+    connections: { type: 'number', integer: true, default: 32, help: 'connections of every generator' },
+    undici: { type: 'number', integer: true, help: 'internal: be the undici contender against this port' },
+  });
+  if (undici !== undefined) return undiciLoop(undici, connections, seconds);
   ensureTools();
   const { body, headers } = endpoint();
   const server = await start('uws-echo.mjs');

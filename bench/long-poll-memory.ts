@@ -17,6 +17,7 @@ import type { ClientRequest } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { isMainThread } from 'node:worker_threads';
 import { createServer, defineTool } from '../src/index.js';
+import { benchArgs } from './lib/args.js';
 import { rssMb } from './lib/machine.js';
 import { startServer, stopServer } from './lib/process.js';
 
@@ -45,16 +46,21 @@ export const heap = defineTool({
   },
 });
 
-function option(name: string, fallback: number): number {
-  const at = process.argv.indexOf(`--${name}`);
-  return at === -1 ? fallback : Number(process.argv[at + 1]);
+/** The command line, read on the main thread only: the HTTP workers load this file as their tools module. */
+function options() {
+  return benchArgs('Usage: node dist/bench/long-poll-memory.js [options]\nWhat a held 2025-11-25 tasks/result wait costs the server in memory.', {
+    waits: { type: 'number', integer: true, default: 2_000, help: 'waits held at once' },
+    workers: { type: 'number', integer: true, default: 1, help: 'the server\'s HTTP workers' },
+    rounds: { type: 'number', integer: true, default: 3, help: 'rounds of hold and release' },
+    serve: { type: 'flag', help: 'internal: be the server (the bench starts itself with it)' },
+  });
 }
 
 /** The child: a server on a free port with limits high enough that all N waits are held. */
 async function serve(): Promise<void> {
-  const waits = option('waits', 2_000);
+  const { waits, workers } = options();
   const server = createServer({
-    tools: new URL(import.meta.url), port: 0, workers: option('workers', 1), metrics: true, janitor: false,
+    tools: new URL(import.meta.url), port: 0, workers, metrics: true, janitor: false,
     maxInFlightPerClient: waits + 1_000,
     tasks: { limits: { maxResultWaitsPerClient: waits + 100, maxResultWaits: waits + 100 } },
   });
@@ -145,9 +151,7 @@ async function hold(port: number, session: string, taskId: string, n: number, ba
 }
 
 async function main(): Promise<void> {
-  const waits = option('waits', 2_000);
-  const workers = option('workers', 1);
-  const rounds = option('rounds', 3);
+  const { waits, workers, rounds } = options();
   const self = fileURLToPath(import.meta.url);
   const server = await startServer(['--expose-gc', self, '--serve', '--waits', String(waits), '--workers', String(workers)]);
   try {
@@ -179,6 +183,6 @@ async function main(): Promise<void> {
 }
 
 if (isMainThread) {
-  if (process.argv.includes('--serve')) await serve();
+  if (options().serve) await serve();
   else await main();
 }

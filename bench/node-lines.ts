@@ -21,7 +21,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { send } from './lib/http-client.js';
-import { option } from './lib/args.js';
+import { benchArgs } from './lib/args.js';
 import { machineLine } from './lib/machine.js';
 import { startServer, stopServer } from './lib/process.js';
 import type { Running } from './lib/process.js';
@@ -34,14 +34,17 @@ import { cpuPerRequest, ensureTools, kServers, wrk } from './http/wrk.js';
 import { bracketed } from './lib/bracket.js';
 import type { Sample } from './lib/bracket.js';
 
-const argv = process.argv.slice(2);
-const opt = option;
-const reps = Number(opt('reps', '3'));
-const seconds = Number(opt('seconds', '4'));
-const connections = Number(opt('connections', '32'));
-const lines = opt('lines', '22,24').split(',').map(Number);
-const withUws = !argv.includes('--no-uws');
-const out = opt('out', 'node-lines');
+const args = benchArgs('Usage: node dist/bench/node-lines.js [options]\nSluice against its own ceilings on Node 22/24: node:http on this host, uWS in the Debian 13 root.', {
+  reps: { type: 'number', integer: true, default: 3, help: 'rounds of every run' },
+  seconds: { type: 'number', default: 4, help: 'seconds per wrk run' },
+  connections: { type: 'number', integer: true, default: 32, help: 'wrk connections' },
+  lines: { type: 'string', default: '22,24', help: 'the Node lines to run, comma-separated (22, 24)', check: (v) => (v.split(',').every((l) => l === '22' || l === '24') ? undefined : 'takes 22 and 24') },
+  'no-uws': { type: 'flag', help: 'skip the uWS rows (no Debian 13 root needed)' },
+  out: { type: 'string', default: 'node-lines', help: 'results under bench/results/NAME.{md,json,svg}' },
+});
+const { reps, seconds, connections, out } = args;
+const lines = args.lines.split(',').map(Number);
+const withUws = !args['no-uws'];
 
 const kNodeBin = (line: number): string => join(kRoot, '.ci', 'node-versions', 'node_modules', `node${line}`, 'bin', 'node');
 const kCurrentDistro = join(kRoot, '.ci', 'current-distro');

@@ -20,7 +20,7 @@ import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync } from
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { option } from './lib/args.js';
+import { benchArgs } from './lib/args.js';
 import { machineLine } from './lib/machine.js';
 import { startServer, stopServer } from './lib/process.js';
 import type { Running } from './lib/process.js';
@@ -31,12 +31,13 @@ import { cpuPerRequest, ensureTools, kServers, wrk } from './http/wrk.js';
 import { bracketed } from './lib/bracket.js';
 import type { Ratio, Sample } from './lib/bracket.js';
 
-const reps = Number(option('reps', '3'));
-const seconds = Number(option('seconds', '3'));
-const connections = Number(option('connections', '32'));
-const processor = option('processor', 'batch');
-const out = option('out', 'otel-ab');
-if (processor !== 'batch' && processor !== 'simple') throw new Error(`--processor must be batch or simple, got ${processor}`);
+const { reps, seconds, connections, processor, out } = benchArgs('Usage: node dist/bench/otel-ab.js [options]\nS1\'s legacy echo with OpenTelemetry absent, the API only, and an SDK dropping its spans; the raw echo\'s floor beside it.', {
+  reps: { type: 'number', integer: true, default: 3, help: 'rounds of every run' },
+  seconds: { type: 'number', default: 3, help: 'seconds per wrk run' },
+  connections: { type: 'number', integer: true, default: 32, help: 'wrk connections' },
+  processor: { type: 'string', default: 'batch', choices: ['batch', 'simple'], help: 'the SDK\'s span processor' },
+  out: { type: 'string', default: 'otel-ab', help: 'results under bench/results/NAME.{md,json,svg}' },
+});
 const kTargets = { api: 0.98, sdk: 0.8 } as const;
 
 /** A tree where `@opentelemetry/api` cannot be found: dist/ and bench/servers/ copied, every other package linked. */

@@ -21,21 +21,25 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { benchArgs } from './lib/args.js';
 import { machineLine, pinned } from './lib/machine.js';
 import { startServer, stopServer } from './lib/process.js';
 import { kRoot as root, mdTable, writeResults } from './lib/report.js';
 const kTop = 12;
-const argv = process.argv.slice(2);
-/** `--http-only`: skip the registry phases; `--out NAME`: write bench/results/NAME instead of profiles.md. */
+const args = benchArgs('Usage: node dist/bench/profile.js [options]\nCPU profiles (node --cpu-prof) of the paths behind the performance targets.', {
+  'http-only': { type: 'flag', help: 'profile only the HTTP worker; keep the registry sections already in the output file' },
+  node: { type: 'string', choices: ['22', '24'], help: 'the node:http path under that Node of .ci/node-versions instead (writes profiles-node<line>.md)' },
+  out: { type: 'string', help: 'write bench/results/NAME instead of profiles.md' },
+});
 /**
  * `--node 22|24`: the node:http path instead: Sluice (`sluice-echo.mjs`, which serves on node:http
  * under that Node on this machine) and the raw node:http echo (`node-echo.mjs`) under the Node of
  * .ci/node-versions, written to bench/results/profiles-node<line>.md (registry phases skipped).
  */
-const nodeLine = argv.includes('--node') ? argv[argv.indexOf('--node') + 1]! : undefined;
+const nodeLine = args.node;
 const nodeBin = nodeLine === undefined ? undefined : join(root, '.ci', 'node-versions', 'node_modules', `node${nodeLine}`, 'bin', 'node');
-const httpOnly = argv.includes('--http-only') || nodeLine !== undefined;
-const outName = argv.includes('--out') ? argv[argv.indexOf('--out') + 1]! : nodeLine === undefined ? 'profiles.md' : `profiles-node${nodeLine}.md`;
+const httpOnly = args['http-only'] || nodeLine !== undefined;
+const outName = args.out ?? (nodeLine === undefined ? 'profiles.md' : `profiles-node${nodeLine}.md`);
 
 interface CpuProfile {
   nodes: { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; children?: number[] }[];

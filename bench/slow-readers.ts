@@ -33,6 +33,7 @@
  * watch), report.ts (Markdown, JSON, SVG).
  */
 import { join } from 'node:path';
+import { benchArgs } from './lib/args.js';
 import { loadAverage, machineLine, pin, pinSelf } from './lib/machine.js';
 import { startServer, stopServer } from './lib/process.js';
 import { kRoot } from './lib/report.js';
@@ -43,30 +44,15 @@ import type { PhaseName, PhaseResult } from './slow-readers/phases.js';
 import { writeReport } from './slow-readers/report.js';
 import type { Report } from './slow-readers/report.js';
 
-function numberArg(name: string, fallback: number): number {
-  const i = process.argv.indexOf(name);
-  if (i === -1) return fallback;
-  const v = Number(process.argv[i + 1]);
-  if (!Number.isFinite(v) || v <= 0) throw new Error(`${name} needs a positive number`);
-  return v;
-}
-
 function parseOptions(): Options {
-  return {
-    seconds: numberArg('--seconds', 20),
-    attackers: Math.round(numberArg('--attackers', 8)),
-    clients: Math.round(numberArg('--clients', 16)),
-    rssBoundMb: numberArg('--rss-bound-mb', 512),
-    floodMode: floodModeArg(),
-  };
-}
-
-function floodModeArg(): FloodMode {
-  const i = process.argv.indexOf('--flood-mode');
-  if (i === -1) return 'burst';
-  const v = process.argv[i + 1];
-  if (v !== 'burst' && v !== 'tight') throw new Error('--flood-mode needs burst or tight');
-  return v;
+  const o = benchArgs('Usage: npm run bench:slow-readers [-- options]\nStalled and reading SSE clients against a server beside an echo load: RSS bounded, echo p99 compared.', {
+    seconds: { type: 'number', default: 20, help: 'seconds per phase' },
+    attackers: { type: 'number', integer: true, default: 8, help: 'slow-reading clients' },
+    clients: { type: 'number', integer: true, default: 16, help: 'echo clients' },
+    'rss-bound-mb': { type: 'number', default: 512, help: 'RSS growth that fails the run' },
+    'flood-mode': { type: 'string', default: 'burst', choices: ['burst', 'tight'], help: 'how the streams are fed' },
+  });
+  return { seconds: o.seconds, attackers: o.attackers, clients: o.clients, rssBoundMb: o['rss-bound-mb'], floodMode: o['flood-mode'] as FloodMode };
 }
 
 async function main(): Promise<void> {

@@ -8,6 +8,7 @@
  */
 import { Agent } from 'node:http';
 import { join } from 'node:path';
+import { benchArgs } from './lib/args.js';
 import { metricValue, metricsText, send as request } from './lib/http-client.js';
 import type { Reply } from './lib/http-client.js';
 import { rssMb } from './lib/machine.js';
@@ -15,8 +16,9 @@ import { startServer, stopServer } from './lib/process.js';
 import { kRoot, toJson, writeResults } from './lib/report.js';
 import { slope as leastSquaresSlope } from './lib/stats.js';
 
-const minutesArg = process.argv.indexOf('--minutes');
-const minutes = minutesArg === -1 ? 10 : Number(process.argv[minutesArg + 1]);
+const { minutes } = benchArgs('Usage: npm run bench:soak [-- --minutes N]\nMixed load with cancels and disconnects against a two-worker server, then a quiet period: in-flight rows and RSS checked.', {
+  minutes: { type: 'number', default: 10, help: 'how long the load runs' },
+});
 const concurrency = 32;
 
 /** A POST to /mcp (a JSON body, both content types accepted). */

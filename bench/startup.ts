@@ -16,7 +16,7 @@
  */
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { option } from './lib/args.js';
+import { benchArgs } from './lib/args.js';
 import { cpuSeconds, machineLine, pinned } from './lib/machine.js';
 import { startServer, stopServer } from './lib/process.js';
 import { kRoot, mdTable, toJson, writeResults } from './lib/report.js';
@@ -24,7 +24,9 @@ import { kServers } from './http/wrk.js';
 import { median, range } from './lib/stats.js';
 import { svgBars } from './lib/svg.js';
 
-const reps = Number(option('reps', '5'));
+const { reps } = benchArgs('Usage: node dist/bench/startup.js [options]\nWhat starting costs: sluice serve and sluice call, against Node\'s own floor.', {
+  reps: { type: 'number', integer: true, default: 5, help: 'rounds of every case' },
+});
 const kSluice = join(kRoot, 'bin', 'sluice.js');
 
 /** A process on CPU 1 that prints `marker` once ready: its wall time and CPU seconds then. */

@@ -10,6 +10,7 @@
 import { writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { join } from 'node:path';
+import { benchArgs } from './lib/args.js';
 import { send } from './lib/http-client.js';
 import { machineLine, pin, pinSelf, pinned } from './lib/machine.js';
 import { stopServer } from './lib/process.js';
@@ -19,7 +20,9 @@ import { pct, range } from './lib/stats.js';
 import { svgBars } from './lib/svg.js';
 import { collect, ensureTools, parseMs, start, work } from './http/wrk.js';
 
-const smoke = process.argv.includes('--smoke');
+const { smoke } = benchArgs('Usage: node dist/bench/tasks.js [options]\nT1 tasks/get on running tasks beside a plain echo; T2 tasks/cancel → observed across HTTP workers.', {
+  smoke: { type: 'flag', help: 'a short run (CI): 1 rep of 2 s, 20 samples' },
+});
 const seconds = smoke ? 2 : 5;
 const reps = smoke ? 1 : 3;
 const samples = smoke ? 20 : 100;
