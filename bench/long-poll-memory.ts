@@ -46,8 +46,10 @@ export const heap = defineTool({
   },
 });
 
+type Options = { waits: number; workers: number; rounds: number; serve: boolean };
+
 /** The command line, read on the main thread only: the HTTP workers load this file as their tools module. */
-function options() {
+function options(): Options {
   return benchArgs('Usage: node dist/bench/long-poll-memory.js [options]\nWhat a held 2025-11-25 tasks/result wait costs the server in memory.', {
     waits: { type: 'number', integer: true, default: 2_000, help: 'waits held at once' },
     workers: { type: 'number', integer: true, default: 1, help: 'the server\'s HTTP workers' },
@@ -57,8 +59,7 @@ function options() {
 }
 
 /** The child: a server on a free port with limits high enough that all N waits are held. */
-async function serve(): Promise<void> {
-  const { waits, workers } = options();
+async function serve({ waits, workers }: Options): Promise<void> {
   const server = createServer({
     tools: new URL(import.meta.url), port: 0, workers, metrics: true, janitor: false,
     maxInFlightPerClient: waits + 1_000,
@@ -150,8 +151,7 @@ async function hold(port: number, session: string, taskId: string, n: number, ba
   return waiter;
 }
 
-async function main(): Promise<void> {
-  const { waits, workers, rounds } = options();
+async function main({ waits, workers, rounds }: Options): Promise<void> {
   const self = fileURLToPath(import.meta.url);
   const server = await startServer(['--expose-gc', self, '--serve', '--waits', String(waits), '--workers', String(workers)]);
   try {
@@ -183,6 +183,7 @@ async function main(): Promise<void> {
 }
 
 if (isMainThread) {
-  if (options().serve) await serve();
-  else await main();
+  const o = options();
+  if (o.serve) await serve(o);
+  else await main(o);
 }

@@ -31,10 +31,10 @@ class UsageError extends Error {}
  * Parses this process's arguments against `spec`. `usage` is the script's command line and what it
  * does (its header comment's run lines, say); `--help` prints it with the options.
  */
-export function benchArgs<S extends Record<string, OptionSpec>>(usage: string, spec: S, argv: readonly string[] = process.argv.slice(2)): ParsedOptions<S> {
+export function benchArgs<S extends Record<string, OptionSpec>>(usage: string, spec: S): ParsedOptions<S> {
   const help = (): string => `${usage.trim()}\n\nOptions:\n${Object.entries(spec).map(([name, o]) => describe(name, o)).join('\n')}\n  --help              this text\n`;
   try {
-    return parse(spec, argv, help);
+    return parse(spec, process.argv.slice(2), help);
   } catch (error) {
     if (!(error instanceof UsageError) && !isNodeArgError(error)) throw error;
     process.stderr.write(`${(error as Error).message}\nRun with --help for the options.\n`);

@@ -2,10 +2,11 @@
 // mistyped option or a bad value ends the script at once with exit code 2 and says why, before any
 // server, wrk run or result file; --help prints the usage and exits 0. A script that ignored the
 // option would start its bench instead: the time-out below then fails the case.
-import { spawn } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { runScript } from '../cli/helpers.js';
+import type { Run } from '../cli/helpers.js';
 
 const kRoot = join(import.meta.dirname, '..', '..');
 const kDist = join(kRoot, 'dist', 'bench');
@@ -14,25 +15,9 @@ const kResults = join(kRoot, 'bench', 'results');
 /** Every script under bench/ that is run, not imported (legacy-schema-check.ts is a module). */
 const kScripts = ['async-ab', 'auth-verify', 'cluster', 'cluster-codec', 'endpoint', 'http', 'loadgen', 'long-poll-memory', 'node-lines', 'otel-ab', 'profile', 'registry', 'slow-readers', 'soak', 'startup', 'tasks', 'validation'];
 
-interface Exit { code: number | null; stdout: string; stderr: string }
-
-function run(script: string, args: string[]): Promise<Exit> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(kDist, `${script}.js`), ...args], { cwd: kRoot, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });
-    child.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`${script} ${args.join(' ')} still running after 15 s: it did not refuse (stderr: ${stderr.slice(0, 300)})`));
-    }, 15_000);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
+/** Runs a built bench script; one that ignored the option and started its bench fails the case at 15 s. */
+function run(script: string, args: string[]): Promise<Run> {
+  return runScript(join(kDist, `${script}.js`), args, { cwd: kRoot, timeoutMs: 15_000 });
 }
 
 /** Name → modification time of every file in bench/results/: a refused run writes none. */

@@ -25,6 +25,8 @@ export interface RunOptions {
   execArgv?: readonly string[];
   /** Environment variables added to (or, when undefined, removed from) the test's own. */
   env?: Record<string, string | undefined>;
+  /** Kill the child (SIGKILL) and reject if it has not exited within this many ms. */
+  timeoutMs?: number;
 }
 
 /** The child's environment: the test's own with `env` applied. */
@@ -39,14 +41,26 @@ function childEnv(env: Record<string, string | undefined> | undefined): NodeJS.P
 }
 
 /** Runs `sluice <args>` to completion. */
-export async function runCli(args: readonly string[], options: RunOptions = {}): Promise<Run> {
-  const child = spawn(options.node ?? process.execPath, [...(options.execArgv ?? []), kBin, ...args], { cwd: options.cwd, env: childEnv(options.env), stdio: ['ignore', 'pipe', 'pipe'] });
+export function runCli(args: readonly string[], options: RunOptions = {}): Promise<Run> {
+  return runScript(kBin, args, options);
+}
+
+/** Runs `node <script> <args>` to completion. */
+export async function runScript(script: string, args: readonly string[], options: RunOptions = {}): Promise<Run> {
+  const child = spawn(options.node ?? process.execPath, [...(options.execArgv ?? []), script, ...args], { cwd: options.cwd, env: childEnv(options.env), stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (c: Buffer) => { stdout += c.toString(); });
   child.stderr.on('data', (c: Buffer) => { stderr += c.toString(); });
-  const [code] = (await once(child, 'close')) as [number | null];
-  return { code, stdout, stderr };
+  let timedOut = false;
+  const timer = options.timeoutMs === undefined ? undefined : setTimeout(() => { timedOut = true; child.kill('SIGKILL'); }, options.timeoutMs);
+  try {
+    const [code] = (await once(child, 'close')) as [number | null];
+    if (timedOut) throw new Error(`${script} ${args.join(' ')} still running after ${options.timeoutMs} ms (stderr: ${stderr.slice(0, 300)})`);
+    return { code, stdout, stderr };
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 export interface Serving {

@@ -41,14 +41,7 @@ export function recorded(path: string): string[] {
   return existsSync(path) ? readFileSync(path, 'utf8').trim().split('\n').filter((l) => l !== '') : [];
 }
 
-/** Polls until `check` is true (bounded; throws on time-out). */
-export async function until(check: () => boolean, timeoutMs = 10_000, what = 'condition'): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
+export { until } from './wait.js';
 
 export const kAccept = 'application/json, text/event-stream';
 

@@ -10,7 +10,8 @@ import type { EngineConfig } from '../../src/protocol/engine.js';
 import { createRegistry } from '../../src/registry/index.js';
 import { ServerCounters, Counter } from '../../src/telemetry/counters.js';
 import { defineTool } from '../../src/tools/define.js';
-import { FakeReply, info, tick, until } from './helpers.js';
+import { until } from '../helpers/wait.js';
+import { FakeReply, info, tick } from './helpers.js';
 
 const peerUrl = new URL('../fixtures/registry-peer.mjs', import.meta.url);
 const started: Worker[] = [];

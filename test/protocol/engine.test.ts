@@ -3,7 +3,8 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { ErrorCode, ProtocolError } from '../../src/protocol/wire.js';
 import { Counter } from '../../src/telemetry/counters.js';
-import { FakeReply, gates, info, makeEngine, params, tick, until } from './helpers.js';
+import { until } from '../helpers/wait.js';
+import { FakeReply, gates, info, makeEngine, params, tick } from './helpers.js';
 import type { TestEngine } from './helpers.js';
 
 let t: TestEngine;

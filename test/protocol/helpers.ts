@@ -151,15 +151,6 @@ export function params(era: Era, p: Record<string, unknown> = {}): Record<string
 /**
  * Lets pending promise callbacks run. Not enough for a cancel: its abort arrives through the thread's
  * cancel watcher (an Atomics.waitAsync wake, delivered in the poll phase), which a 0 ms timer may beat
- * on a loaded machine; wait for what the cancel does with `until`.
+ * on a loaded machine; wait for what the cancel does with `until` (test/helpers/wait.ts).
  */
 export const tick = (ms = 0): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-/** Waits (a few ms at a time) until `check` holds; throws after `ms`. */
-export async function until(check: () => boolean, ms = 2000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error('timed out');
-    await tick(2);
-  }
-}

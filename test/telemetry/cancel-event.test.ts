@@ -14,7 +14,8 @@ import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '
 import { describe, expect, it } from 'vitest';
 import { ServerTracer } from '../../src/telemetry/tracing/server.js';
 import { defineTool } from '../../src/tools/define.js';
-import { FakeReply, info, makeEngine, until } from '../protocol/helpers.js';
+import { until } from '../helpers/wait.js';
+import { FakeReply, info, makeEngine } from '../protocol/helpers.js';
 
 const opened: Array<() => void> = [];
 const noArgs = { type: 'object', properties: {} };
