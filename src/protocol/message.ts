@@ -54,12 +54,16 @@ export const kBrokenJson: unique symbol = Symbol('sluice.brokenJson');
 
 /** Parses a body: the value, or kBrokenJson (no wrapper object per request). */
 export function parseJson(body: Uint8Array): unknown {
-  // isUtf8 (simdutf) then a plain decode: broken UTF-8 is refused, never silently replaced.
+  // Broken UTF-8 is refused, never silently replaced. The decoder turns every broken sequence into
+  // U+FFFD, so only a text holding one needs the bytes checked (isUtf8): a text may carry U+FFFD
+  // itself, encoded properly. The search costs nothing on the usual one-byte string, which cannot
+  // hold U+FFFD, where checking every body first cost a native call per request.
   let bytes = Buffer.isBuffer(body) ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
-  if (!isUtf8(bytes)) return kBrokenJson;
   if (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) bytes = bytes.subarray(3); // a BOM (RFC 8259 allows ignoring it)
+  const text = bytes.toString('utf8');
+  if (text.includes('\ufffd') && !isUtf8(bytes)) return kBrokenJson;
   try {
-    return JSON.parse(bytes.toString('utf8'));
+    return JSON.parse(text);
   } catch {
     return kBrokenJson;
   }

@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import { CancelledError } from '../errors.js';
 import type { Registry, TrackHandle } from '../registry/index.js';
 import { requestKilledChannel, requestStopChannel } from '../telemetry/channels.js';
@@ -85,7 +86,7 @@ export class Run implements Running, ContextHost {
   readonly #host: RunHost;
   readonly #reply: Reply;
   readonly #handle: TrackHandle;
-  /** When it started: the duration histogram and requestStopChannel. */
+  /** When it started: the duration histogram and requestStopChannel (`performance` imported: the global is a getter on Node 22/24). */
   readonly #started = performance.now();
   /** `error.type` of the outcome ('' when it succeeded), for the duration histogram. */
   #errorType = '';
@@ -191,8 +192,7 @@ export class Run implements Running, ContextHost {
         this.#errorType = String(error.rpcCode);
         reply.respond(refusalBody(this.id, error), error.httpStatus);
       } else {
-        // A handler's own failure is a JSON-RPC error for the client (HTTP 200, as any response);
-        // the log gets its stack, at a bounded rate so clients cannot flood it.
+        // A handler's own failure is a JSON-RPC error for the client (HTTP 200, as any response); its stack is logged, rate-bounded.
         this.#host.logFailure(this.method, this.target, error);
         this.#errorType = String(ErrorCode.InternalError);
         reply.respond(errorBody(this.id, ErrorCode.InternalError, 'Internal error'), 200);
