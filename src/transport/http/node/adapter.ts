@@ -5,7 +5,12 @@ import { SluiceError } from '../../../errors.js';
 import type { AdapterOptions, Listening } from '../adapter.js';
 import type { BodyCallback, Exchange } from '../exchange.js';
 import { collectHeader, kAdapterRefusal, kMaxHeaderCount } from '../exchange.js';
+import { Connections } from './connections.js';
+import type { Connection } from './connections.js';
 import { nodeReusePort } from './reuse-port.js';
+
+/** The keep-alive time responses advertise (`Keep-Alive: timeout=5`); `Connections` keeps to it. */
+const kKeepAliveMs = 5_000;
 
 /**
  * node:http adapter: the same contract as the uWS one, for when uWS cannot load or is not wanted.
@@ -14,7 +19,7 @@ import { nodeReusePort } from './reuse-port.js';
  * between them. (The supervisor's exclusive-bind probe still refuses a port another process holds.)
  */
 export function listenNode(options: AdapterOptions): Promise<Listening> {
-  const sockets = new Set<Socket>();
+  const connections = new Connections(kKeepAliveMs);
   let active = 0;
   let closing = false;
   // The body deadline is node's own: the whole request must arrive within bodyTimeoutMs (a timer per
@@ -25,7 +30,8 @@ export function listenNode(options: AdapterOptions): Promise<Listening> {
   // Node enforces headersTimeout/requestTimeout only when it sweeps its connections, every 30 s by
   // default: a slowloris client (a header block that never ends) would hold a socket that long.
   const connectionsCheckingInterval = Math.max(250, Math.min(1_000, Math.floor(headersTimeout / 4)));
-  const server = createServer({ requestTimeout, headersTimeout, keepAliveTimeout: 5_000, connectionsCheckingInterval }, (req, res) => {
+  // keepAliveTimeout 0: idle keep-alive connections are closed by `connections` (see there why).
+  const server = createServer({ requestTimeout, headersTimeout, keepAliveTimeout: 0, connectionsCheckingInterval }, (req, res) => {
     // node:http drops header lines past maxHeadersCount without a word: one more than the bound is
     // let through so that a request over it is seen, and refused like on uWS.
     if (req.rawHeaders.length > 2 * kMaxHeaderCount) {
@@ -37,14 +43,14 @@ export function listenNode(options: AdapterOptions): Promise<Listening> {
     active++;
     // While shutting down, tell keep-alive clients not to reuse the connection.
     if (closing) res.shouldKeepAlive = false;
-    options.handler(new NodeExchange(req, res, options, onExchangeClosed));
+    // node writes `Keep-Alive: timeout=` from this field, which it sets from keepAliveTimeout (0 here).
+    (res as unknown as { _keepAliveTimeout: number })._keepAliveTimeout = kKeepAliveMs;
+    options.handler(new NodeExchange(req, res, options, connections.begin(req.socket), onExchangeClosed));
   });
-  const onExchangeClosed = () => { active--; };
+  const onExchangeClosed = (connection: Connection | undefined) => { active--; connections.end(connection); };
   server.maxHeadersCount = kMaxHeaderCount + 1;
-  server.on('connection', (socket: Socket) => {
-    sockets.add(socket);
-    socket.once('close', () => sockets.delete(socket));
-  });
+  server.on('connection', (socket: Socket) => connections.add(socket));
+  server.once('close', () => connections.stop());
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => {
     if (!socket.writable) return socket.destroy();
     // ERR_HTTP_REQUEST_TIMEOUT: the request (a stalled body) did not arrive within requestTimeout.
@@ -57,7 +63,10 @@ export function listenNode(options: AdapterOptions): Promise<Listening> {
     setTimeout(() => socket.destroy(), 1_000).unref();
   });
   return new Promise((resolve, reject) => {
-    server.once('error', (error) => reject(new SluiceError('listen_failed', `cannot listen on ${options.host}:${options.port}: ${error.message}`, { cause: error })));
+    server.once('error', (error) => {
+      connections.stop();
+      reject(new SluiceError('listen_failed', `cannot listen on ${options.host}:${options.port}: ${error.message}`, { cause: error }));
+    });
     // `reusePort` is typed from Node 22's listen options; older Nodes are never asked for it.
     const listenOptions: { port: number; host: string; reusePort?: boolean } = { port: options.port, host: options.host };
     if (nodeReusePort().ok) listenOptions.reusePort = true;
@@ -70,7 +79,8 @@ export function listenNode(options: AdapterOptions): Promise<Listening> {
         get active() { return active; },
         abort: () => {
           server.close();
-          for (const s of sockets) s.destroy();
+          connections.stop();
+          for (const s of connections.sockets()) s.destroy();
         },
         close: (graceMs) => new Promise<void>((done) => {
           closing = true;
@@ -78,7 +88,7 @@ export function listenNode(options: AdapterOptions): Promise<Listening> {
           // Connections become idle as their last responses finish: close each as soon as it is.
           server.closeIdleConnections();
           const idle = setInterval(() => server.closeIdleConnections(), 20);
-          const timer = setTimeout(() => { for (const s of sockets) s.destroy(); }, graceMs);
+          const timer = setTimeout(() => { for (const s of connections.sockets()) s.destroy(); }, graceMs);
           timer.unref();
           server.once('close', () => { clearTimeout(timer); clearInterval(idle); });
         }),
@@ -102,7 +112,7 @@ class NodeExchange implements Exchange {
   /** The body read in progress (slow path only): told `undefined` when the exchange closes first. */
   #pendingBody: BodyCallback | undefined;
 
-  constructor(req: IncomingMessage, res: ServerResponse, options: AdapterOptions, onClosed: () => void) {
+  constructor(req: IncomingMessage, res: ServerResponse, options: AdapterOptions, connection: Connection | undefined, onClosed: (connection: Connection | undefined) => void) {
     this.#req = req;
     this.#res = res;
     this.#options = options;
@@ -122,7 +132,7 @@ class NodeExchange implements Exchange {
     this.duplicateHeader = repeated;
     // One listener for the adapter's count and the abort (a response closes once: no once wrapper).
     res.on('close', () => {
-      onClosed();
+      onClosed(connection);
       if (!res.writableFinished && !this.aborted) {
         this.aborted = true;
         const pending = this.#pendingBody;
