@@ -22,8 +22,6 @@ export interface Listening {
   readonly port: number;
   /** Stops accepting, ends open connections after `graceMs`, resolves when everything is closed. */
   close(graceMs: number): Promise<void>;
-  /** Open requests now (for a graceful drain). */
-  readonly active: number;
   /**
    * Closes the listener and every connection at once, synchronously: what a thread that is about to
    * die must do first (uWS aborts the whole process if a thread ends with its sockets open).

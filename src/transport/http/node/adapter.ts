@@ -20,7 +20,6 @@ const kKeepAliveMs = 5_000;
  */
 export function listenNode(options: AdapterOptions): Promise<Listening> {
   const connections = new Connections(kKeepAliveMs);
-  let active = 0;
   let closing = false;
   // The body deadline is node's own: the whole request must arrive within bodyTimeoutMs (a timer per
   // request of ours would cost more than node's sweep of its connections, which runs anyway).
@@ -40,14 +39,13 @@ export function listenNode(options: AdapterOptions): Promise<Listening> {
       res.writeHead(status, { 'content-type': 'application/json', connection: 'close' }).end(body);
       return;
     }
-    active++;
     // While shutting down, tell keep-alive clients not to reuse the connection.
     if (closing) res.shouldKeepAlive = false;
     // node writes `Keep-Alive: timeout=` from this field, which it sets from keepAliveTimeout (0 here).
     (res as unknown as { _keepAliveTimeout: number })._keepAliveTimeout = kKeepAliveMs;
     options.handler(new NodeExchange(req, res, options, connections.begin(req.socket), onExchangeClosed));
   });
-  const onExchangeClosed = (connection: Connection | undefined) => { active--; connections.end(connection); };
+  const onExchangeClosed = (connection: Connection | undefined) => connections.end(connection);
   server.maxHeadersCount = kMaxHeaderCount + 1;
   server.on('connection', (socket: Socket) => connections.add(socket));
   server.once('close', () => connections.stop());
@@ -76,7 +74,6 @@ export function listenNode(options: AdapterOptions): Promise<Listening> {
       resolve({
         host: options.host,
         port,
-        get active() { return active; },
         abort: () => {
           server.close();
           connections.stop();

@@ -77,10 +77,8 @@ export class Connections {
 
   #sweep(): void {
     for (const connection of this.#open.values()) {
-      if (connection.busy > 0 || !connection.served) {
-        connection.quiet = 0;
-        continue;
-      }
+      // A running request's `end` restarts the count (`quiet` = 0); one not yet served is node's.
+      if (connection.busy > 0 || !connection.served) continue;
       const bytes = connection.socket.bytesRead;
       if (bytes !== connection.bytes) {
         // The next request is arriving (its headers are node's `headersTimeout`'s).

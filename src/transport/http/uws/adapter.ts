@@ -82,7 +82,6 @@ export function listenUws(options: AdapterOptions): Promise<Listening> {
       resolve({
         host: options.host,
         port: uws.us_socket_local_port(socket),
-        get active() { return open.size; },
         abort: () => {
           clearInterval(sweep);
           uws.us_listen_socket_close(socket);
