@@ -59,6 +59,39 @@ export function catalogNames(catalog: Catalog): CatalogNames {
   };
 }
 
+/** Names listed in a difference before "and N more": a module may define thousands. */
+const kNamesShown = 5;
+
+/**
+ * How two threads' catalogs differ, as a phrase for an error message, or undefined when they
+ * serve the same names in the same order. Every thread imports the tools module itself, so a
+ * module that branches on its thread (or on anything that changes while threads start) would have
+ * each HTTP worker list, and serve, something else.
+ */
+export function catalogDifference(first: CatalogNames, other: CatalogNames): string | undefined {
+  for (const kind of ['tools', 'resources', 'prompts'] as const) {
+    const a = first[kind];
+    const b = other[kind];
+    if (a.length === b.length && a.every((name, i) => name === b[i])) continue;
+    const inB = new Set(b);
+    const inA = new Set(a);
+    const onlyA = a.filter((name) => !inB.has(name));
+    const onlyB = b.filter((name) => !inA.has(name));
+    if (onlyA.length === 0 && onlyB.length === 0) return `${kind}: the same names in another order (${listed(a)} against ${listed(b)})`;
+    const parts: string[] = [];
+    if (onlyA.length > 0) parts.push(`${listed(onlyA)} only in the first`);
+    if (onlyB.length > 0) parts.push(`${listed(onlyB)} only in the other`);
+    return `${kind}: ${parts.join('; ')}`;
+  }
+  return undefined;
+}
+
+/** Names as a message lists them: quoted, the first few, then how many more. */
+function listed(names: readonly string[]): string {
+  const shown = names.slice(0, kNamesShown).map((name) => JSON.stringify(name)).join(', ');
+  return names.length > kNamesShown ? `${shown} and ${names.length - kNamesShown} more` : shown;
+}
+
 /**
  * A tools module named by URL or path, as a URL string every thread can import. A relative path
  * resolves against the current working directory (not against Sluice's own files).

@@ -6,6 +6,7 @@
  */
 import { channel } from 'node:diagnostics_channel';
 import { MessageChannel, Worker } from 'node:worker_threads';
+import { catalogDifference, toolsModuleLabel } from '../catalog/catalog.js';
 import type { CatalogNames } from '../catalog/catalog.js';
 import { SluiceError } from '../errors.js';
 import type { CloseList } from '../server/close-list.js';
@@ -45,6 +46,8 @@ export class HttpWorkers {
   /** Every thread's tasks are the supervisor's: served to each worker over its own port. */
   readonly #taskHost: TaskStoreHost | undefined;
   #port = 0;
+  /** Every worker of `start` listens: a later one is a replacement, compared with them but not refused. */
+  #started = false;
   /** What the first worker serves (the CLI's start-up line). */
   served: CatalogNames | undefined;
 
@@ -81,6 +84,7 @@ export class HttpWorkers {
       this.#port = await this.#spawnOnFreePort(host);
     }
     await Promise.all(Array.from({ length: count - 1 }, () => this.#spawn(this.#port)));
+    this.#started = true;
     return this.#port;
   }
 
@@ -188,11 +192,23 @@ export class HttpWorkers {
 
   #onMessage(worker: Worker, message: FromHttpWorker, start: Start): void {
     switch (message.type) {
-      case 'listening':
+      case 'listening': {
         start.started = true;
+        const differs = this.served === undefined ? undefined : catalogDifference(this.served, message.served);
+        if (differs !== undefined) {
+          const problem = `the tools module ${toolsModuleLabel(this.#config.tools.module!)} defines different things in different HTTP workers (${differs}). Each thread imports it, and each must define the same tools, resources and prompts: a module that branches on its thread (threadId, isMainThread) or on what changes while the threads start would have clients see a different server on each connection`;
+          // At start the server refuses to serve (its caller closes everything); a replacement
+          // worker, after a crash, cannot be refused that way: it serves, and it is said loudly.
+          if (!this.#started) {
+            start.reject(new SluiceError('tools_module_failed', problem));
+            break;
+          }
+          this.#config.log('error', `sluice: replacement HTTP worker ${this.#workers.get(worker) ?? '?'}: ${problem}`);
+        }
         this.served ??= message.served;
         start.resolve(message.port);
         break;
+      }
       case 'failed':
         // The tools module not loading is the user's to fix, not a listen failure: say so as it is.
         // A port another process took while we started is port_in_use, as when the probe sees it.

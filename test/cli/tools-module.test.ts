@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { createServer } from '../../src/index.js';
 import { SluiceError } from '../../src/errors.js';
+import { catalogDifference } from '../../src/catalog/catalog.js';
 import { kSluiceUrl, runCli, serveCli, tempDir } from './helpers.js';
 
 /** A tools module that serves one tool, `hello`. */
@@ -97,6 +98,54 @@ describe('a tools module that fails to load', () => {
     } finally {
       expect(await serving.stop()).toBe(0);
     }
+  });
+});
+
+/** A tools module whose one tool is named after the thread importing it: each HTTP worker defines another. */
+const kPerThread = `import { threadId } from 'node:worker_threads';
+import { defineTool } from '${kSluiceUrl}';
+export const mine = defineTool({ name: \`t\${threadId}\`, description: 'Named after its thread.', inputSchema: { type: 'object', properties: {} }, handler: () => 'hi' });
+export const common = defineTool({ name: 'common', description: 'The same everywhere.', inputSchema: { type: 'object', properties: {} }, handler: () => 'hi' });
+export default [common, mine];
+`;
+
+describe('a tools module that defines different things in different threads', () => {
+  it('createServer(...).listen() with 2 HTTP workers rejects with tools_module_failed, naming the module and what differs', async () => {
+    const dir = tempDir({ 'tools.mjs': kPerThread });
+    const server = createServer({ tools: join(dir, 'tools.mjs'), port: 0, workers: 2 }, { log: () => {} });
+    const error = await server.listen().then(() => undefined, (e: unknown) => e);
+    await server.close();
+    expect(error).toBeInstanceOf(SluiceError);
+    expect((error as SluiceError).code).toBe('tools_module_failed');
+    const message = (error as SluiceError).message;
+    expect(message).toContain(`the tools module ${join(dir, 'tools.mjs')} defines different things in different HTTP workers`);
+    expect(message).toMatch(/\(tools: "t\d+" only in the first; "t\d+" only in the other\)/);
+    expect(message).not.toContain('"common"');
+  });
+
+  it('`sluice serve --workers 2` says so and exits 1; with one worker the same module serves', async () => {
+    const dir = tempDir({ 'tools.mjs': kPerThread });
+    const run = await runCli(['serve', '--port', '0', '--workers', '2', '--tools', 'tools.mjs'], { cwd: dir });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain('defines different things in different HTTP workers');
+    expect(run.stderr).not.toContain('listen_failed');
+    const serving = await serveCli(['--port', '0', '--workers', '1', '--tools', 'tools.mjs'], { cwd: dir });
+    try {
+      expect(serving.stderr()).toMatch(/tools \(2\): common, t\d+/);
+    } finally {
+      expect(await serving.stop()).toBe(0);
+    }
+  });
+
+  it('catalogDifference: the same names in the same order are no difference; another order, other names and long lists are said', () => {
+    const names = (tools: string[], resources: string[] = [], prompts: string[] = []) => ({ tools, resources, prompts });
+    expect(catalogDifference(names(['a', 'b'], ['r'], ['p']), names(['a', 'b'], ['r'], ['p']))).toBeUndefined();
+    expect(catalogDifference(names(['a', 'b']), names(['b', 'a']))).toBe('tools: the same names in another order ("a", "b" against "b", "a")');
+    expect(catalogDifference(names(['a']), names(['a'], [], ['p']))).toBe('prompts: "p" only in the other');
+    expect(catalogDifference(names([], ['file:///x']), names([]))).toBe('resources: "file:///x" only in the first');
+    const many = Array.from({ length: 8 }, (_, i) => `n${i}`);
+    expect(catalogDifference(names(many), names([]))).toBe('tools: "n0", "n1", "n2", "n3", "n4" and 3 more only in the first');
+    expect(catalogDifference(names(['a', 'x']), names(['a', 'y']))).toBe('tools: "x" only in the first; "y" only in the other');
   });
 });
 

@@ -53,3 +53,22 @@ describe('an HTTP worker that dies', () => {
     for (const a of agents) a.destroy();
   });
 });
+
+describe('a replacement HTTP worker whose tools module defines something else', () => {
+  it('serves, and the supervisor logs an error naming the module and the difference', async () => {
+    running = await startServer({ tools: new URL('../fixtures/per-thread-tools.mjs', import.meta.url), workers: 1, sessions: false });
+    const { url } = running.address;
+    const [first] = running.server.workerThreadIds.map(String);
+    const call = (id: number, name: string) => post(url, { jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: {} } }, { 'mcp-protocol-version': '2025-11-25' });
+    expect(JSON.parse((await call(1, `t${first}`)).body).result.content[0].text).toBe('hi');
+    await call(2, 'crash').catch(() => undefined);
+    await until(() => running!.server.workerThreadIds.length === 1 && String(running!.server.workerThreadIds[0]) !== first, 10_000, 'a replacement worker');
+    const [second] = running.server.workerThreadIds.map(String);
+    await until(() => running!.logs.some((l) => l.includes(`replacement HTTP worker ${second}`)), 10_000, 'the error about the replacement');
+    const line = running.logs.find((l) => l.includes(`replacement HTTP worker ${second}`))!;
+    expect(line).toContain('per-thread-tools.mjs defines different things in different HTTP workers');
+    expect(line).toContain(`tools: "t${first}" only in the first; "t${second}" only in the other`);
+    // It serves what its own import defined (the listen line came after it listened).
+    expect(JSON.parse((await call(3, `t${second}`)).body).result.content[0].text).toBe('hi');
+  });
+});
