@@ -163,8 +163,9 @@ export class QuotaPolicy {
    * Global cap: evicts a batch of maxRows/20 rows, largest scope first and oldest first within
    * it, spilling into the next largest; equal sizes fall back to age. Age is the cancellation
    * time, then the order of insertion (rows stamped in the same millisecond).
-   * One thread reclaims at a time; others go on (the cap is a backstop, overshoot is bounded by
-   * the number of racing writers). `force` waits for no one: the table had no free slot.
+   * One thread reclaims at a time; others go on, inserting while it scans (the cap is a backstop:
+   * the overshoot is bounded by the table's slack, since a writer with no free slot forces a
+   * reclaim). `force` waits for no one: the table had no free slot.
    */
   reclaim(force: boolean): void {
     const c = this.#c;
