@@ -47,7 +47,7 @@ export class HttpWorkers {
   readonly #taskHost: TaskStoreHost | undefined;
   #port = 0;
   /** Every worker of `start` listens: a later one is a replacement, compared with them but not refused. */
-  #started = false;
+  #allListening = false;
   /** What the first worker serves (the CLI's start-up line). */
   served: CatalogNames | undefined;
 
@@ -84,7 +84,7 @@ export class HttpWorkers {
       this.#port = await this.#spawnOnFreePort(host);
     }
     await Promise.all(Array.from({ length: count - 1 }, () => this.#spawn(this.#port)));
-    this.#started = true;
+    this.#allListening = true;
     return this.#port;
   }
 
@@ -199,7 +199,7 @@ export class HttpWorkers {
           const problem = `the tools module ${toolsModuleLabel(this.#config.tools.module!)} defines different things in different HTTP workers (${differs}). Each thread imports it, and each must define the same tools, resources and prompts: a module that branches on its thread (threadId, isMainThread) or on what changes while the threads start would have clients see a different server on each connection`;
           // At start the server refuses to serve (its caller closes everything); a replacement
           // worker, after a crash, cannot be refused that way: it serves, and it is said loudly.
-          if (!this.#started) {
+          if (!this.#allListening) {
             start.reject(new SluiceError('tools_module_failed', problem));
             break;
           }

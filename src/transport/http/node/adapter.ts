@@ -43,9 +43,8 @@ export function listenNode(options: AdapterOptions): Promise<Listening> {
     if (closing) res.shouldKeepAlive = false;
     // node writes `Keep-Alive: timeout=` from this field, which it sets from keepAliveTimeout (0 here).
     (res as unknown as { _keepAliveTimeout: number })._keepAliveTimeout = kKeepAliveMs;
-    options.handler(new NodeExchange(req, res, options, connections.begin(req.socket), onExchangeClosed));
+    options.handler(new NodeExchange(req, res, options, connections, connections.begin(req.socket)));
   });
-  const onExchangeClosed = (connection: Connection | undefined) => connections.end(connection);
   server.maxHeadersCount = kMaxHeaderCount + 1;
   server.on('connection', (socket: Socket) => connections.add(socket));
   server.once('close', () => connections.stop());
@@ -109,7 +108,7 @@ class NodeExchange implements Exchange {
   /** The body read in progress (slow path only): told `undefined` when the exchange closes first. */
   #pendingBody: BodyCallback | undefined;
 
-  constructor(req: IncomingMessage, res: ServerResponse, options: AdapterOptions, connection: Connection | undefined, onClosed: (connection: Connection | undefined) => void) {
+  constructor(req: IncomingMessage, res: ServerResponse, options: AdapterOptions, connections: Connections, connection: Connection | undefined) {
     this.#req = req;
     this.#res = res;
     this.#options = options;
@@ -127,9 +126,9 @@ class NodeExchange implements Exchange {
       repeated ??= collectHeader(this.#headers, name, raw[i + 1], all);
     }
     this.duplicateHeader = repeated;
-    // One listener for the adapter's count and the abort (a response closes once: no once wrapper).
+    // One listener for the connection's busy count and the abort (a response closes once: no once wrapper).
     res.on('close', () => {
-      onClosed(connection);
+      connections.end(connection);
       if (!res.writableFinished && !this.aborted) {
         this.aborted = true;
         const pending = this.#pendingBody;
