@@ -164,8 +164,9 @@ export class QuotaPolicy {
    * it, spilling into the next largest; equal sizes fall back to age. Age is the cancellation
    * time, then the order of insertion (rows stamped in the same millisecond).
    * One thread reclaims at a time; others go on, inserting while it scans (the cap is a backstop:
-   * the overshoot is bounded by the table's slack, since a writer with no free slot forces a
-   * reclaim). `force` waits for no one: the table had no free slot.
+   * the overshoot may pass the slack `cancellationSlots` sizes for; the table's slots, that size
+   * over its load factor, bound it, since a writer with no free slot forces a reclaim). `force`
+   * waits for no one: the table had no free slot.
    */
   reclaim(force: boolean): void {
     const c = this.#c;

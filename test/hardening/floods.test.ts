@@ -5,6 +5,7 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { Agent } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
+import { kMaxLoad } from '../../native-free-shm/index.js';
 import { post } from '../helpers/http.js';
 import type { RawResponse } from '../helpers/http.js';
 import { initialize, recordPath, recorded, startServer, until } from '../helpers/server.js';
@@ -248,12 +249,14 @@ describe('many sessions, each at its per-scope quota', () => {
     const after = server.registry.counters();
     expect(after.evictions).toBeGreaterThanOrEqual(kSessions * kQuota - kMaxRows - 16);
     expect(after.cancellationRows).toBeLessThanOrEqual(kMaxRows);
-    // The table's hard bound, its slots: maxRows plus one eviction batch of slack. While one thread
-    // evicts, writers on other threads insert on without waiting for it, up to that slack.
-    expect(peakRows).toBeLessThanOrEqual(kMaxRows + 16);
+    // The table's hard bound, its slots: maxRows plus one eviction batch of slack, at the table's
+    // most load. While one thread evicts, writers on other threads insert on without waiting for it,
+    // past that slack (CI saw 121 rows for 116): a writer that finds no free slot evicts first.
+    const slots = Math.ceil((kMaxRows + 16) / kMaxLoad);
+    expect(peakRows).toBeLessThanOrEqual(slots);
     // The counter counts a row from just before its writer claims a slot: with this server's 2 HTTP
-    // workers both writing to a full table, it can read up to 2 more than the rows (seen: 118).
-    expect(peakCounted).toBeLessThanOrEqual(kMaxRows + 16 + 2);
+    // workers writing, it can read up to 2 more than the rows.
+    expect(peakCounted).toBeLessThanOrEqual(slots + 2);
     await victimCancelHonouredThenDrain(url, server, victim, victimRecord, victimCall, calls);
   });
 });
