@@ -218,8 +218,8 @@ export class Registry extends InFlightRows {
   }
 
   /**
-   * Node-wide counts from any thread: totals from the shared per-thread counters, `inFlight` by a
-   * scan of the in-flight table (exact, O(capacity): about a millisecond at the default size).
+   * Node-wide counts from any thread, from the shared per-thread counters (O(threads): cheap enough
+   * for every scrape). `inFlight` is what `scan()` counts at rest.
    */
   counters(): RegistryCounters {
     return readCounters(this.#a);

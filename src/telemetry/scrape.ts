@@ -1,10 +1,9 @@
 /**
- * /metrics made cheap to ask for. A render reads every counter block and scans the registry's
- * in-flight table (about 3 ms with the default registry); a scrape flood would cost each HTTP
- * worker that much per request, at the expense of the MCP traffic it serves. So each serving
- * thread renders at most `kRendersPerSecond` times a second (a token bucket holding as many): a
- * scraper asking now and then always gets a fresh text, a flood gets the last one, at most
- * 1 / kRendersPerSecond seconds old.
+ * /metrics made cheap to ask for. A render reads every counter block (the registry's, each
+ * thread's, the histograms'); a scrape flood would cost each HTTP worker that much per request, at
+ * the expense of the MCP traffic it serves. So each serving thread renders at most
+ * `kRendersPerSecond` times a second (a token bucket holding as many): a scraper asking now and
+ * then always gets a fresh text, a flood gets the last one, at most 1 / kRendersPerSecond seconds old.
  */
 import type { RegistryCounters } from '../registry/index.js';
 import { prometheusText } from './counters.js';

@@ -37,7 +37,9 @@ function check(m: Model, r: Real): void {
   const counts = r.reg.counters();
   expect(counts.cancellationRows).toBe(m.rows.size);
   expect(r.reg.scan().cancellationRows).toBe(m.rows.size);
+  // The counter (tracked − untracked − swept) and the table's rows, each against the model.
   expect(counts.inFlight).toBe(m.handles.filter((h) => h.live).length);
+  expect(r.reg.scan().inFlightRows).toBe(counts.inFlight);
   expect(counts.evictions).toBe(m.evictions);
   m.handles.forEach((h, i) => expect(r.handles[i].cancelled, `handle ${i}`).toBe(h.cancelled));
 }

@@ -110,11 +110,15 @@ describe('across threads', () => {
     p.worker.postMessage({ op: 'exit' });
     await exited;
     expect(reg.inFlight('leaked', 's')).toBe(true); // not until the sweep
+    // The dead thread's row counts until swept, by counter as by scan.
+    expect(reg.counters().inFlight).toBe(2);
+    expect(reg.scan().inFlightRows).toBe(2);
     expect(reg.cleanup(30_000)).toEqual({ removed: 0, inFlightRemoved: 1 });
     expect(reg.inFlight('leaked', 's')).toBe(false);
     expect(reg.inFlight('live', 's')).toBe(true);
     expect(live.cancelled).toBe(false);
     expect(reg.counters()).toMatchObject({ inFlight: 1, inFlightSwept: 1 });
+    expect(reg.scan().inFlightRows).toBe(1);
   });
 
   it('cleanup(Infinity) sweeps a dead thread\'s rows and keeps every cancellation row, however old', async () => {
