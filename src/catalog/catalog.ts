@@ -63,12 +63,12 @@ export function catalogNames(catalog: Catalog): CatalogNames {
 const kNamesShown = 5;
 
 /**
- * How two threads' catalogs differ, as a phrase for an error message, or undefined when they
- * serve the same names in the same order. Every thread imports the tools module itself, so a
+ * How two threads' catalogs differ, as a phrase for an error message (`names` say which thread is
+ * which), or undefined when they serve the same names in the same order. Every thread imports the tools module itself, so a
  * module that branches on its thread (or on anything that changes while threads start) would have
  * each HTTP worker list, and serve, something else.
  */
-export function catalogDifference(first: CatalogNames, other: CatalogNames): string | undefined {
+export function catalogDifference(first: CatalogNames, other: CatalogNames, names: readonly [string, string] = ['the first', 'the other']): string | undefined {
   for (const kind of ['tools', 'resources', 'prompts'] as const) {
     const a = first[kind];
     const b = other[kind];
@@ -79,8 +79,8 @@ export function catalogDifference(first: CatalogNames, other: CatalogNames): str
     const onlyB = b.filter((name) => !inA.has(name));
     if (onlyA.length === 0 && onlyB.length === 0) return `${kind}: the same names in another order (${listed(a)} against ${listed(b)})`;
     const parts: string[] = [];
-    if (onlyA.length > 0) parts.push(`${listed(onlyA)} only in the first`);
-    if (onlyB.length > 0) parts.push(`${listed(onlyB)} only in the other`);
+    if (onlyA.length > 0) parts.push(`${listed(onlyA)} only in ${names[0]}`);
+    if (onlyB.length > 0) parts.push(`${listed(onlyB)} only in ${names[1]}`);
     return `${kind}: ${parts.join('; ')}`;
   }
   return undefined;

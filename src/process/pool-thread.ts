@@ -2,12 +2,13 @@ import { parentPort, threadId } from 'node:worker_threads';
 import { attachRegistry } from '../registry/index.js';
 import type { Registry } from '../registry/index.js';
 import { ToolContext } from '../tools/context.js';
-import { importToolsModule } from '../catalog/catalog.js';
+import { catalogNames, importToolsModule } from '../catalog/catalog.js';
+import type { CatalogNames } from '../catalog/catalog.js';
 import { Refusal, checkArguments, errorText, thrownResult, toToolResult, toolFailure } from '../tools/define.js';
 import type { CallToolResult, Tool } from '../tools/define.js';
 import { epochNow } from '../tools/pool.js';
 import { trustSchemasCheckedElsewhere } from '../tools/schema.js';
-import type { PoolOutcome, PoolTask, PoolThreadData, PoolThreadMessage } from '../tools/pool.js';
+import type { PoolOutcome, PoolTask, PoolThreadData, PoolThreadLoad, PoolThreadMessage } from '../tools/pool.js';
 import { ProtocolError } from '../errors.js';
 import type { ProtocolErrorWire } from '../errors.js';
 import { importTracingModule } from '../telemetry/tracing/otel.js';
@@ -15,12 +16,13 @@ import { refuseProcessExit } from './thread-entry.js';
 import { ToolSpans } from '../telemetry/tracing/tool-spans.js';
 
 let registry: Registry | undefined;
-let tools: Promise<Map<string, Tool>> | undefined;
+/** The tools module, loaded once: its tools by name, and what it defines here (reported in `ready`). */
+let loaded: Promise<{ tools: Map<string, Tool>; served: CatalogNames }> | undefined;
 /** Tool spans, when the `tracing` module registered a tracer provider in this thread. */
 let spans: ToolSpans | undefined;
 
-const announce = (state: PoolThreadMessage['state']) => {
-  const message: PoolThreadMessage = { type: 'sluice:pool-thread', state, threadId };
+const announce = (state: PoolThreadMessage['state'], loaded?: PoolThreadLoad) => {
+  const message: PoolThreadMessage = { type: 'sluice:pool-thread', state, threadId, loaded };
   parentPort?.postMessage(message);
 };
 
@@ -29,7 +31,8 @@ const announce = (state: PoolThreadMessage['state']) => {
  * registry's roster, so its owner can release the entry if the thread dies with it), joins the
  * registry, loads the tools module, then says it is ready. Loading up front means no task ever
  * imports a module, and the pool can wait for `ready` before terminating a thread (terminating one
- * mid-instantiation aborts the process). Never rejects: a failed load fails each task instead.
+ * mid-instantiation aborts the process). Never rejects: a failed load fails each task instead, and
+ * `ready` says why (the pool's owner then refuses to start, see `ToolPool.started`).
  */
 export async function startPoolThread(data: PoolThreadData): Promise<void> {
   announce('starting');
@@ -51,13 +54,19 @@ export async function startPoolThread(data: PoolThreadData): Promise<void> {
   } catch {
     // It failed in the HTTP worker too, which refused to start: this thread is being torn down.
   }
-  await loadTools(data).catch(() => undefined);
-  announce('ready');
+  // What loaded goes to the pool's owner, which refuses to start when it is not what it serves.
+  announce('ready', await loadTools(data).then(
+    ({ served }): PoolThreadLoad => ({ served }),
+    (error: unknown): PoolThreadLoad => ({ failure: error instanceof Error ? error.message : String(error) }),
+  ));
 }
 
-/** This thread's tools by name; the module is imported once, by `startPoolThread`. */
-function loadTools(data: PoolThreadData): Promise<Map<string, Tool>> {
-  return tools ??= importToolsModule(data.toolsModule).then(({ catalog }) => new Map(catalog.tools.map((t) => [t.name, t])));
+/** This thread's tools; the module is imported once, by `startPoolThread`. */
+function loadTools(data: PoolThreadData): Promise<{ tools: Map<string, Tool>; served: CatalogNames }> {
+  return loaded ??= importToolsModule(data.toolsModule).then(({ catalog }) => ({
+    tools: new Map(catalog.tools.map((t) => [t.name, t])),
+    served: catalogNames(catalog),
+  }));
 }
 
 /** Inside a pool thread: adopt the request's row and run the handler (in its span, when traced). */
@@ -75,7 +84,7 @@ function outcomeOf(outcome: PoolOutcome): string {
 
 async function runTool(data: PoolThreadData, task: PoolTask): Promise<PoolOutcome> {
   registry ??= attachRegistry(data.registry);
-  const tool = (await loadTools(data)).get(task.name);
+  const tool = (await loadTools(data)).tools.get(task.name);
   if (tool === undefined) throw new Error(`the pool's tools module has no tool named ${task.name}`);
   const port = task.progress;
   const ctx = new ToolContext(registry.adopt(task.ref), { progress: port === undefined ? undefined : (p, t, m) => port.postMessage([p, t, m]), auth: task.auth });

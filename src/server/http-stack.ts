@@ -60,6 +60,8 @@ export async function startHttpStack(input: HttpStackInput, closer: CloseList): 
   const gate = await authGate(input);
   const { engine, registry, pool, counters } = createEngine({ ...input, authenticated: input.authenticate !== undefined || options.auth !== undefined });
   if (pool !== undefined) closer.add('the tool pool', () => pool.close());
+  // Listening means serving: no pool call waits behind a pool thread still loading, or fails in one that could not.
+  await pool?.started();
   const endpoint = httpEndpoint(input, engine, counters, gate);
   const adapterOptions: AdapterOptions = {
     host: options.host,

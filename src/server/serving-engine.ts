@@ -2,6 +2,7 @@
  * One serving thread's protocol stack, for every role (an HTTP thread, the stdio thread): this
  * thread attached to the shared tables, its tool pool, and the engine over them.
  */
+import { catalogDifference, catalogNames, toolsModuleLabel } from '../catalog/catalog.js';
 import type { Catalog } from '../catalog/catalog.js';
 import type { EngineConfig } from '../protocol/contract.js';
 import { Engine } from '../protocol/engine.js';
@@ -13,6 +14,7 @@ import { ServerTracer } from '../telemetry/tracing/server.js';
 import type { NetworkTransport } from '../telemetry/tracing/server.js';
 import type { ListKind } from '../tools/context.js';
 import { ToolPool } from '../tools/pool.js';
+import type { PoolThreadLoad } from '../tools/pool.js';
 import type { ResolvedOptions, ServerLogSink } from './options.js';
 import type { SharedState } from './shared-state.js';
 
@@ -70,7 +72,11 @@ export function createEngine(input: EngineInput): ServingEngine {
   const registry = attachRegistry(shared.registry);
   const counters = new ServerCounters(shared.counters);
   const pool = input.pool !== undefined && input.catalog.tools.some((t) => t.pool === true)
-    ? new ToolPool({ entry: input.pool.entry, toolsModule: input.pool.module, registry, registryDescriptor: shared.registry, threads: options.poolThreads, tracing: options.tracing, onThread: input.onPoolThread, onQueueWait: (tool, seconds) => counters.histograms.observePoolWait(tool, seconds) })
+    ? new ToolPool({
+      entry: input.pool.entry, toolsModule: input.pool.module, registry, registryDescriptor: shared.registry, threads: options.poolThreads, tracing: options.tracing,
+      onThread: input.onPoolThread, onQueueWait: (tool, seconds) => counters.histograms.observePoolWait(tool, seconds),
+      judgeLoad: poolLoadJudge(input.pool.module, input.catalog), onThreadProblem: (problem) => input.log('error', `sluice: a replacement pool thread: ${problem}`),
+    })
     : undefined;
   const engine = new Engine({
     registry,
@@ -94,4 +100,20 @@ export function createEngine(input: EngineInput): ServingEngine {
     requestLog: options.logLevel === 'debug' ? (line) => input.log('debug', line) : undefined,
   });
   return { engine, registry, counters, pool };
+}
+
+/**
+ * What is wrong with a pool thread's load of the tools module, as a sentence: it failed, or the
+ * module defines other names there than in the serving thread (each thread imports it itself).
+ */
+function poolLoadJudge(module: string, catalog: Catalog): (load: PoolThreadLoad, threadId: number) => string | undefined {
+  const label = toolsModuleLabel(module);
+  const served = catalogNames(catalog);
+  return (load, threadId) => {
+    if ('failure' in load) return `the tools module ${label} failed to load in pool thread ${threadId}: ${load.failure}`;
+    const differs = catalogDifference(served, load.served, ['the serving thread', 'the pool thread']);
+    if (differs === undefined) return undefined;
+    return `the tools module ${label} defines different things in pool thread ${threadId} than in the thread that serves its calls (${differs}): `
+      + 'each thread imports it, so it must define the same tools, resources and prompts in every one, whatever thread it runs in';
+  };
 }

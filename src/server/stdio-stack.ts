@@ -37,6 +37,7 @@ export async function startStdioStack(input: StdioStackInput, closer: CloseList)
   const serving = createEngine({ shared: services.tables.shared, options, catalog, pool, log, tasks: services.localTasks(), transport: 'pipe' });
   const { engine } = serving;
   if (serving.pool !== undefined) closer.add('the tool pool', () => serving.pool!.close());
+  await serving.pool?.started(); // no line is read before the pool threads have loaded the tools module as this thread did
   const source = input.input;
   const gate = new PassThrough();
   const inputGone = () => { if (!gate.writableEnded) gate.end(); };

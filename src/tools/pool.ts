@@ -6,7 +6,7 @@ import type { Registry, RegistryDescriptor, TrackHandle } from '../registry/inde
 import type { ProgressSink } from './context.js';
 import type { CallToolResult } from './define.js';
 import type { ProtocolErrorWire } from '../errors.js';
-import { ProtocolError } from '../errors.js';
+import { ProtocolError, SluiceError } from '../errors.js';
 import { kMaxValueDepth, valueProblem } from '../ports/value-bounds.js';
 import { activeTrace } from '../telemetry/tracing/otel.js';
 import type { CarriedTrace } from '../telemetry/tracing/otel.js';
@@ -46,14 +46,21 @@ export interface PoolThreadData {
   tracing?: string | undefined;
 }
 
+/** What a pool thread's tools module defines there (names by kind, as `catalogNames` lists them), or why it did not load. */
+export type PoolThreadLoad =
+  | { readonly served: { readonly tools: readonly string[]; readonly resources: readonly string[]; readonly prompts: readonly string[] } }
+  | { readonly failure: string };
+
 /**
  * A pool thread's own lifecycle message (piscina relays anything but its READY as a 'message'
- * event): `starting` before it joins the registry's roster, `ready` once every module is loaded.
+ * event): `starting` before it joins the registry's roster, `ready` once its modules are loaded,
+ * with what loaded.
  */
 export interface PoolThreadMessage {
   type: 'sluice:pool-thread';
   state: 'starting' | 'ready';
   threadId: number;
+  loaded?: PoolThreadLoad | undefined;
 }
 
 export function isPoolThreadMessage(value: unknown): value is PoolThreadMessage {
@@ -80,6 +87,13 @@ export interface ToolPoolOptions {
    * them when that worker exits.
    */
   onThread?: ((threadId: number, alive: boolean) => void) | undefined;
+  /**
+   * Judges what a pool thread loaded against what its owner serves: a sentence saying what is
+   * wrong, or undefined (see `started`). Undefined: every load is taken as it is.
+   */
+  judgeLoad?: ((load: PoolThreadLoad, threadId: number) => string | undefined) | undefined;
+  /** Told `judgeLoad`'s sentence for a pool thread started later (piscina's replacement for a killed one). */
+  onThreadProblem?: ((message: string) => void) | undefined;
 }
 
 /** Milliseconds since the epoch, high resolution, the same clock in every thread of the process. */
@@ -105,12 +119,20 @@ export class ToolPool {
   readonly #ready = new Set<number>();
   /** Threads still loading, with the callbacks waiting for them to be ready or gone. */
   readonly #loading = new Map<number, Array<() => void>>();
+  readonly #judgeLoad: ToolPoolOptions['judgeLoad'];
+  readonly #onThreadProblem: ((message: string) => void) | undefined;
+  /** The threads piscina started with the pool, until `started` has judged them. */
+  #firstThreads: Set<number> | undefined;
+  /** What went wrong in the first threads (the first problem is what `started` rejects with). */
+  readonly #firstProblems: string[] = [];
 
   constructor(options: ToolPoolOptions) {
     const threads = options.threads ?? 1;
     this.#registry = options.registry;
     this.#onThread = options.onThread;
     this.#onQueueWait = options.onQueueWait;
+    this.#judgeLoad = options.judgeLoad;
+    this.#onThreadProblem = options.onThreadProblem;
     const data: PoolThreadData = { toolsModule: options.toolsModule, registry: options.registryDescriptor, tracing: options.tracing };
     this.#piscina = new Piscina({
       filename: options.entry.href,
@@ -121,10 +143,38 @@ export class ToolPool {
     });
     this.#piscina.on('message', (message: unknown) => {
       if (!isPoolThreadMessage(message)) return;
-      if (message.state === 'ready') this.#settle(message.threadId, true);
-      else this.#adoptNew(); // a replacement thread piscina started after a kill
+      if (message.state !== 'ready') return this.#adoptNew(); // a replacement thread piscina started after a kill
+      if (message.loaded !== undefined) this.#judge(message.loaded, message.threadId);
+      this.#settle(message.threadId, true);
     });
     this.#adoptNew(); // the first threads exist as soon as piscina is constructed
+    this.#firstThreads = new Set(this.#loading.keys());
+  }
+
+  /**
+   * Resolves once every thread the pool started with has loaded the tools module, and `judgeLoad`
+   * found nothing wrong with what loaded. Rejects with `tools_module_failed` (the first sentence)
+   * when it did, or when one exited first: its `pool: true` calls would fail, so the owner refuses
+   * to start, as for its own import. Threads started later are told to `onThreadProblem`.
+   */
+  async started(): Promise<void> {
+    const first = this.#firstThreads ?? new Set<number>();
+    await Promise.all([...first].map((id) => new Promise<void>((done) => {
+      const waiting = this.#loading.get(id);
+      if (waiting === undefined) done();
+      else waiting.push(done);
+    })));
+    this.#firstThreads = undefined;
+    for (const id of first) if (!this.#ready.has(id)) this.#firstProblems.push(`pool thread ${id} exited while it loaded the tools module`);
+    if (this.#firstProblems.length > 0) throw new SluiceError('tools_module_failed', this.#firstProblems[0]!);
+  }
+
+  /** A ready thread's load, judged: a problem goes to `started` for a first thread, else to onThreadProblem. */
+  #judge(load: PoolThreadLoad, threadId: number): void {
+    const problem = this.#judgeLoad?.(load, threadId);
+    if (problem === undefined) return;
+    if (this.#firstThreads?.has(threadId) === true) this.#firstProblems.push(problem);
+    else this.#onThreadProblem?.(problem);
   }
 
   /** Watches every pool thread not seen yet: reports it, and releases its roster entry on exit. */

@@ -1,8 +1,10 @@
 import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { createServer } from '../../src/index.js';
+import { Client, HttpClientTransport } from '../../src/client/index.js';
 import { SluiceError } from '../../src/errors.js';
 import { catalogDifference } from '../../src/catalog/catalog.js';
 import { kSluiceUrl, runCli, serveCli, tempDir } from './helpers.js';
@@ -146,6 +148,76 @@ describe('a tools module that defines different things in different threads', ()
     const many = Array.from({ length: 8 }, (_, i) => `n${i}`);
     expect(catalogDifference(names(many), names([]))).toBe('tools: "n0", "n1", "n2", "n3", "n4" and 3 more only in the first');
     expect(catalogDifference(names(['a', 'x']), names(['a', 'y']))).toBe('tools: "x" only in the first; "y" only in the other');
+    expect(catalogDifference(names(['a', 'x']), names(['a', 'y']), ['this one', 'that one'])).toBe('tools: "x" only in this one; "y" only in that one');
+  });
+});
+
+/** piscina's own module, as the test's temporary tools modules import it: `isWorkerThread` is true in a pool thread only. */
+const kPiscinaUrl = pathToFileURL(createRequire(import.meta.url).resolve('piscina')).href;
+const kPoolTool = `export const heavy = defineTool({ name: 'heavy', description: 'Runs in a pool thread.', inputSchema: { type: 'object', properties: {} }, pool: true, handler: () => 'from the pool' });`;
+
+describe('a tools module whose pool threads define something else, or cannot load it', () => {
+  it('a pool thread that defines other tools: listen() rejects with tools_module_failed, naming the module, the thread and what differs', async () => {
+    const dir = tempDir({ 'tools.mjs': kPerThread.replace('export default [common, mine];', `${kPoolTool}\nexport default [common, mine, heavy];`) });
+    const logged: string[] = [];
+    const server = createServer({ tools: join(dir, 'tools.mjs'), port: 0, workers: 1 }, { log: (_level, line) => logged.push(line) });
+    const error = await server.listen().then(() => undefined, (e: unknown) => e);
+    await server.close();
+    expect(error).toBeInstanceOf(SluiceError);
+    expect((error as SluiceError).code).toBe('tools_module_failed');
+    const message = (error as SluiceError).message;
+    expect(message).toMatch(new RegExp(`the tools module ${join(dir, 'tools.mjs')} defines different things in pool thread \\d+ than in the thread that serves its calls`));
+    expect(message).toMatch(/\(tools: "t\d+" only in the serving thread; "t\d+" only in the pool thread\)/);
+  });
+
+  it('a tools module that throws in a pool thread only: `sluice serve` says where and why and exits 1; stdio too', async () => {
+    const tools = `import { defineTool } from '${kSluiceUrl}';
+import Piscina from '${kPiscinaUrl}';
+const isWorkerThread = Piscina.isWorkerThread;
+if (isWorkerThread) throw new Error('no database in a pool thread');
+${kPoolTool}
+export default [heavy];
+`;
+    const dir = tempDir({ 'tools.mjs': tools });
+    const run = await runCli(['serve', '--port', '0', '--workers', '1', '--tools', 'tools.mjs'], { cwd: dir });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(new RegExp(`the tools module ${join(dir, 'tools.mjs')} failed to load in pool thread \\d+: .*no database in a pool thread`));
+    expect(run.stderr).not.toContain('listen_failed');
+    const stdio = await runCli(['serve', '--stdio', '--tools', join(dir, 'tools.mjs')]);
+    expect(stdio.code).toBe(1);
+    expect(stdio.stderr).toContain('no database in a pool thread');
+  });
+
+  it('a replacement pool thread that cannot load it is logged as an error, and the server serves on', async () => {
+    // The first pool thread leaves a mark; a later one (after `hog`, which ignores its cancel, has its thread terminated) throws.
+    const tools = `import { existsSync, writeFileSync } from 'node:fs';
+import { defineTool } from '${kSluiceUrl}';
+import Piscina from '${kPiscinaUrl}';
+const isWorkerThread = Piscina.isWorkerThread;
+const mark = new URL('./pool-started', import.meta.url);
+if (isWorkerThread && existsSync(mark)) throw new Error('the second pool thread has no database');
+if (isWorkerThread) writeFileSync(mark, '');
+export const hog = defineTool({ name: 'hog', description: 'Ignores its cancel.', inputSchema: { type: 'object', properties: {} }, pool: true,
+  handler: () => { const end = Date.now() + 10_000; while (Date.now() < end); return 'late'; } });
+export const hello = defineTool({ name: 'hello', description: 'Inline.', inputSchema: { type: 'object', properties: {} }, handler: () => 'hello' });
+export default [hog, hello];
+`;
+    const dir = tempDir({ 'tools.mjs': tools });
+    const logged: string[] = [];
+    const server = createServer({ tools: join(dir, 'tools.mjs'), port: 0, workers: 1, streamCancelTimeoutMs: 100 }, { log: (level, line) => logged.push(`${level} ${line}`) });
+    const { url } = await server.listen();
+    const client = new Client(new HttpClientTransport({ url }));
+    try {
+      await expect(client.callTool('hog', {}, { timeoutMs: 200 })).rejects.toThrow();
+      const deadline = Date.now() + 20_000;
+      while (!logged.some((l) => l.includes('a replacement pool thread')) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      const line = logged.find((l) => l.includes('a replacement pool thread'));
+      expect(line).toMatch(new RegExp(`^error sluice: a replacement pool thread: the tools module ${join(dir, 'tools.mjs')} failed to load in pool thread \\d+: .*the second pool thread has no database`));
+      expect(await client.callTool('hello')).toMatchObject({ content: [{ type: 'text', text: 'hello' }] });
+    } finally {
+      await client.close();
+      await server.close();
+    }
   });
 });
 
