@@ -7,7 +7,7 @@ import { SluiceError } from '../errors.js';
 import { integer } from '../validate.js';
 import { cancellationCleanupChannel } from './channels.js';
 import type { CancellationCleanupEvent } from './channels.js';
-import { kCtExpired, kCtInFlightSwept, kCvAt, kCvScopeHash, kIvOwner, kStBuckets, kStPool } from './layout.js';
+import { kCtExpired, kCtInFlightSwept, kCvAt, kCvScopeHash, kIvOwner, kStBuckets, kStPool, kStReleases, kStRows } from './layout.js';
 import { rowGone } from './policy.js';
 import type { PolicyContext } from './policy.js';
 
@@ -34,17 +34,26 @@ export interface JanitorOptions {
   ttlMs?: number;
 }
 
+/** Per attached registry: the release count (kStReleases) its last in-flight sweep started from. */
+const sweptReleases = new WeakMap<PolicyContext, number>();
+
 /**
  * Removes cancellation rows older than `ttlMs` (strictly) and in-flight rows whose owning thread
  * has exited. Publishes `sluice:cancellation:cleanup`.
+ *
+ * A table is read only when it may hold something to remove: the cancellation table when it holds
+ * rows, the in-flight table when a thread has been released since this thread's last sweep. Both
+ * are large (64 MiB at the defaults), and a read of every page would cost the janitor's thread
+ * (the one serving stdio) a stall every interval and fault the whole tables into memory.
  */
 export function sweep(c: PolicyContext, ttlMs: number): CleanupResult {
   if (typeof ttlMs !== 'number' || !(ttlMs >= 0)) throw new SluiceError('invalid_option', `ttlMs must be a number >= 0, got ${String(ttlMs)}`);
   const now = Date.now();
   let removed = 0;
   const cancels = c.cancels;
-  // Infinity keeps every cancellation row, so that table is not read at all (a worker's exit sweeps only its rows).
-  const cancelSlots = ttlMs === Infinity ? 0 : cancels.slots;
+  // Infinity keeps every cancellation row, so that table is not read at all (a worker's exit sweeps
+  // only its rows). The row count is added before a row is claimed: 0 means none.
+  const cancelSlots = ttlMs === Infinity || Atomics.load(c.state, kStRows) === 0 ? 0 : cancels.slots;
   for (let s = 0; s < cancelSlots; s++) {
     const ctl = cancels.ctl(s);
     if ((ctl & kStateMask) !== kLive) continue;
@@ -56,7 +65,11 @@ export function sweep(c: PolicyContext, ttlMs: number): CleanupResult {
   }
   let inFlightRemoved = 0;
   const inFlight = c.inFlight;
-  for (let s = 0; s < inFlight.slots; s++) {
+  // Read before the scan: a thread released during it moves the count, and the next sweep reads again.
+  const releases = Atomics.load(c.state, kStReleases);
+  const inFlightSlots = releases === (sweptReleases.get(c) ?? 0) ? 0 : inFlight.slots;
+  sweptReleases.set(c, releases);
+  for (let s = 0; s < inFlightSlots; s++) {
     const ctl = inFlight.ctl(s);
     if ((ctl & kStateMask) !== kLive) continue;
     if (!c.roster.alive(inFlight.i32[inFlight.valueIndex(s) + kIvOwner]) && inFlight.remove(s, ctl) !== 0) {

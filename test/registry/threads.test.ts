@@ -106,6 +106,8 @@ describe('across threads', () => {
     const p = await peer(reg);
     expect(await p.ask({ op: 'track', id: 'leaked', scope: 's' })).toMatchObject({ ok: true });
     const live = tracked(reg, 'live', 's');
+    // A sweep while no thread has gone reads no in-flight row; it must not keep the next one from doing so.
+    expect(reg.cleanup(30_000)).toEqual({ removed: 0, inFlightRemoved: 0 });
     const exited = once(p.worker, 'exit');
     p.worker.postMessage({ op: 'exit' });
     await exited;
