@@ -60,6 +60,8 @@ export const kRosterMagic = 0x53485253; // 'SHRS'
 export const kRosterHdrMagic = 0;
 export const kRosterHdrCapacity = 1;
 export const kRosterHdrCounters = 2;
+/** Entries released so far (each counted once it is retired). */
+export const kRosterHdrReleases = 3;
 export const kRosterHeaderWords = 16;
 /** One roster entry is 16 Int32 words (64 bytes): its own cache line. */
 export const kEntryStride = 16;

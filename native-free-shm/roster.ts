@@ -7,7 +7,7 @@ import * as layout from './layout.js';
 // at every use (V8 does not fold another module's exports); a module-local const is an immediate.
 const {
   kCounterPad, kEntryGen, kEntryIntentFrom, kEntryIntentSlot, kEntryIntentTable, kEntryOwner, kEntryStride,
-  kMaxRosterCapacity, kRosterHdrCapacity, kRosterHdrCounters, kRosterHdrMagic, kRosterHeaderWords, kRosterMagic,
+  kMaxRosterCapacity, kRosterHdrCapacity, kRosterHdrCounters, kRosterHdrMagic, kRosterHdrReleases, kRosterHeaderWords, kRosterMagic,
   kTokenGenMask, kTokenIndexBits,
 } = layout;
 
@@ -198,6 +198,8 @@ export class Roster {
       for (const hook of this.#releaseHooks) hook(i);
       Atomics.add(this.#i32, at + kEntryGen, 1);
       Atomics.store(this.#i32, at + kEntryOwner, 0);
+      // Counted once retired: whoever reads the new count sees the entry dead (`alive` false).
+      Atomics.add(this.#i32, kRosterHdrReleases, 1);
       released++;
     }
     if (nodeThreadId === threadId) joined.delete(this.#buf);
@@ -208,6 +210,14 @@ export class Roster {
   watch(worker: Worker): void {
     const id = worker.threadId; // becomes -1 after exit: capture it now
     worker.once('exit', () => this.release(id));
+  }
+
+  /**
+   * Entries released so far, by any thread (a count that only grows). An entry is counted after it
+   * is retired, so a reader that sees the count move sees that entry's tokens dead.
+   */
+  get releases(): number {
+    return Atomics.load(this.#i32, kRosterHdrReleases);
   }
 
   /** Sum of counter `k` over every entry, released ones included (their counts stay). */

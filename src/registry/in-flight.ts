@@ -17,7 +17,7 @@ import * as layout from './layout.js';
 
 // Module-local copies: optimised code reads an imported binding through its cell, with a hole check,
 // at every use (V8 does not fold another module's exports); a module-local const is an immediate.
-const { kCtAllowance, kCtTrackRefused, kCtTracked, kCtUntracked, kIvCanceller, kIvOwner, kStPool, kStReleases, kEpochArmed, kEpochStride } = layout;
+const { kCtAllowance, kCtTrackRefused, kCtTracked, kCtUntracked, kIvCanceller, kIvOwner, kStPool, kEpochArmed, kEpochStride } = layout;
 const { kTokenIndexBits } = shmLayout;
 const { checkScope } = keys;
 /** The handle class and its settle hook, as module-local consts for the same reason. */
@@ -52,7 +52,6 @@ export class InFlightRows {
     // A dead writer's claim, undone by release: give back what it had counted.
     a.inFlight.onRecovered = () => { Atomics.add(a.state, kStPool, 1); };
     a.roster.onRelease((index) => {
-      Atomics.add(a.state, kStReleases, 1);
       const at = a.roster.counterBaseOf(index) + kCtAllowance;
       const held = a.counters[at];
       a.counters[at] = 0;

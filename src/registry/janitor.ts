@@ -7,7 +7,7 @@ import { SluiceError } from '../errors.js';
 import { integer } from '../validate.js';
 import { cancellationCleanupChannel } from './channels.js';
 import type { CancellationCleanupEvent } from './channels.js';
-import { kCtExpired, kCtInFlightSwept, kCvAt, kCvScopeHash, kIvOwner, kStBuckets, kStPool, kStReleases, kStRows } from './layout.js';
+import { kCtExpired, kCtInFlightSwept, kCvAt, kCvScopeHash, kIvOwner, kStBuckets, kStPool, kStRows } from './layout.js';
 import { rowGone } from './policy.js';
 import type { PolicyContext } from './policy.js';
 
@@ -34,7 +34,7 @@ export interface JanitorOptions {
   ttlMs?: number;
 }
 
-/** Per attached registry: the release count (kStReleases) its last in-flight sweep started from. */
+/** Per attached registry: the roster's release count its last in-flight sweep started from. */
 const sweptReleases = new WeakMap<PolicyContext, number>();
 
 /**
@@ -66,7 +66,7 @@ export function sweep(c: PolicyContext, ttlMs: number): CleanupResult {
   let inFlightRemoved = 0;
   const inFlight = c.inFlight;
   // Read before the scan: a thread released during it moves the count, and the next sweep reads again.
-  const releases = Atomics.load(c.state, kStReleases);
+  const releases = c.roster.releases;
   const inFlightSlots = releases === (sweptReleases.get(c) ?? 0) ? 0 : inFlight.slots;
   sweptReleases.set(c, releases);
   for (let s = 0; s < inFlightSlots; s++) {

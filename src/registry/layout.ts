@@ -1,11 +1,6 @@
 /** Word offsets of the registry's state buffer (Int32), each hot word on its own 64-byte line. */
 export const kStateMagic = 0x534c4347; // 'SLCG'
 export const kStMagic = 0;
-/**
- * Roster entries released so far (threads gone): only then can the in-flight table hold a dead
- * thread's rows, so the sweep reads that table only when this moved. On the magic word's line: it is not hot.
- */
-export const kStReleases = 8;
 /** Cancellation rows (approximate while writers race; exact at rest). */
 export const kStRows = 16;
 /** In-flight capacity not handed out to any thread (threads take it in chunks: see InFlightRows.track). */

@@ -159,14 +159,19 @@ export class ToolPool {
    */
   async started(): Promise<void> {
     const first = this.#firstThreads ?? new Set<number>();
-    await Promise.all([...first].map((id) => new Promise<void>((done) => {
-      const waiting = this.#loading.get(id);
-      if (waiting === undefined) done();
-      else waiting.push(done);
-    })));
+    await Promise.all([...first].map((id) => this.#loaded(id)));
     this.#firstThreads = undefined;
     for (const id of first) if (!this.#ready.has(id)) this.#firstProblems.push(`pool thread ${id} exited while it loaded the tools module`);
     if (this.#firstProblems.length > 0) throw new SluiceError('tools_module_failed', this.#firstProblems[0]!);
+  }
+
+  /** Settles once the thread `id` has loaded its modules or exited (at once if it is not loading). */
+  #loaded(id: number): Promise<void> {
+    return new Promise<void>((done) => {
+      const waiting = this.#loading.get(id);
+      if (waiting === undefined) done();
+      else waiting.push(done);
+    });
   }
 
   /** A ready thread's load, judged: a problem goes to `started` for a first thread, else to onThreadProblem. */
@@ -238,11 +243,7 @@ export class ToolPool {
       let timer: ReturnType<typeof setTimeout> | undefined;
       try {
         await Promise.race([
-          Promise.all(loading.map((id) => new Promise<void>((done) => {
-            const waiting = this.#loading.get(id);
-            if (waiting === undefined) done();
-            else waiting.push(done);
-          }))),
+          Promise.all(loading.map((id) => this.#loaded(id))),
           new Promise<void>((done) => { timer = setTimeout(done, left); }),
         ]);
       } finally {

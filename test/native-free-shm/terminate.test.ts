@@ -1,4 +1,4 @@
-import { Worker } from 'node:worker_threads';
+import { Worker, threadId } from 'node:worker_threads';
 import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { KeyScratch, Roster, ShmTable, kLive, kStateMask } from '../../native-free-shm/index.js';
@@ -41,8 +41,9 @@ describe('threads terminated mid-write', () => {
         await worker.terminate();
         await exited;
       }
-      // Everyone is gone and released: the table must be sound.
+      // Everyone is gone and released: the table must be sound, and each release counted once.
       expect(table.verify()).toEqual([]);
+      expect(roster.releases).toBe(4 * (round + 1));
       for (let s = 0; s < table.slots; s++) {
         if ((table.ctl(s) & kStateMask) !== kLive) continue;
         const text = keyText(table, s);
@@ -83,5 +84,21 @@ describe('threads terminated mid-write', () => {
     expect(table.verify()).toEqual([]);
     // Not asserted (timing-dependent), but shows whether a kill landed inside a claim.
     console.log(`terminate test: ${recovered} half-written claims recovered`);
+  });
+});
+
+describe('the roster\'s release count', () => {
+  it('moves once the entry is retired: a reader that sees it move sees the token dead', () => {
+    const roster = Roster.create({ capacity: 4 });
+    const member = roster.join();
+    const seen: Array<[number, boolean]> = [];
+    roster.onRelease(() => seen.push([roster.releases, roster.alive(member.token)]));
+    expect(roster.releases).toBe(0);
+    expect(roster.release(threadId)).toBe(1);
+    expect(seen).toEqual([[0, true]]); // the hooks run before the entry is retired, and before the count
+    expect(roster.releases).toBe(1);
+    expect(roster.alive(member.token)).toBe(false);
+    expect(roster.release(threadId)).toBe(0); // nothing held: nothing counted
+    expect(roster.releases).toBe(1);
   });
 });
