@@ -64,9 +64,9 @@ const kNamesShown = 5;
 
 /**
  * How two threads' catalogs differ, as a phrase for an error message (`names` say which thread is
- * which), or undefined when they serve the same names in the same order. Every thread imports the tools module itself, so a
- * module that branches on its thread (or on anything that changes while threads start) would have
- * each HTTP worker list, and serve, something else.
+ * which), or undefined when they serve the same names in the same order. Every thread imports the
+ * tools module itself, so a module that branches on its thread (or on anything that changes while
+ * threads start) would have each thread list, and serve, something else.
  */
 export function catalogDifference(first: CatalogNames, other: CatalogNames, names: readonly [string, string] = ['the first', 'the other']): string | undefined {
   for (const kind of ['tools', 'resources', 'prompts'] as const) {
@@ -84,6 +84,16 @@ export function catalogDifference(first: CatalogNames, other: CatalogNames, name
     return `${kind}: ${parts.join('; ')}`;
   }
   return undefined;
+}
+
+/**
+ * The error for a tools module that defines different things in two threads (HTTP workers, or a
+ * pool thread and its HTTP worker): `where` says which threads, `differs` is catalogDifference's phrase.
+ */
+export function catalogMismatch(moduleUrl: string, where: string, differs: string): string {
+  return `the tools module ${toolsModuleLabel(moduleUrl)} defines different things ${where} (${differs}). Each thread imports it, `
+    + 'and each must define the same tools, resources and prompts: a module that branches on its thread (threadId, isMainThread) '
+    + 'or on what changes while the threads start would serve something else in each';
 }
 
 /** Names as a message lists them: quoted, the first few, then how many more. */

@@ -6,7 +6,7 @@
  */
 import { channel } from 'node:diagnostics_channel';
 import { MessageChannel, Worker } from 'node:worker_threads';
-import { catalogDifference, toolsModuleLabel } from '../catalog/catalog.js';
+import { catalogDifference, catalogMismatch } from '../catalog/catalog.js';
 import type { CatalogNames } from '../catalog/catalog.js';
 import { SluiceError } from '../errors.js';
 import type { CloseList } from '../server/close-list.js';
@@ -196,7 +196,7 @@ export class HttpWorkers {
         start.started = true;
         const differs = this.served === undefined ? undefined : catalogDifference(this.served, message.served);
         if (differs !== undefined) {
-          const problem = `the tools module ${toolsModuleLabel(this.#config.tools.module!)} defines different things in different HTTP workers (${differs}). Each thread imports it, and each must define the same tools, resources and prompts: a module that branches on its thread (threadId, isMainThread) or on what changes while the threads start would have clients see a different server on each connection`;
+          const problem = catalogMismatch(this.#config.tools.module!, 'in different HTTP workers', differs);
           // At start the server refuses to serve (its caller closes everything); a replacement
           // worker, after a crash, cannot be refused that way: it serves, and it is said loudly.
           if (!this.#allListening) {

@@ -2,7 +2,7 @@
  * One serving thread's protocol stack, for every role (an HTTP thread, the stdio thread): this
  * thread attached to the shared tables, its tool pool, and the engine over them.
  */
-import { catalogDifference, catalogNames, toolsModuleLabel } from '../catalog/catalog.js';
+import { catalogDifference, catalogMismatch, catalogNames, toolsModuleLabel } from '../catalog/catalog.js';
 import type { Catalog } from '../catalog/catalog.js';
 import type { EngineConfig } from '../protocol/contract.js';
 import { Engine } from '../protocol/engine.js';
@@ -112,8 +112,6 @@ function poolLoadJudge(module: string, catalog: Catalog): (load: PoolThreadLoad,
   return (load, threadId) => {
     if ('failure' in load) return `the tools module ${label} failed to load in pool thread ${threadId}: ${load.failure}`;
     const differs = catalogDifference(served, load.served, ['the serving thread', 'the pool thread']);
-    if (differs === undefined) return undefined;
-    return `the tools module ${label} defines different things in pool thread ${threadId} than in the thread that serves its calls (${differs}): `
-      + 'each thread imports it, so it must define the same tools, resources and prompts in every one, whatever thread it runs in';
+    return differs === undefined ? undefined : catalogMismatch(module, `in pool thread ${threadId} than in the thread that serves its calls`, differs);
   };
 }
