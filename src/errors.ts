@@ -18,6 +18,8 @@ export type SluiceErrorCode =
   | 'tools_module_failed'
   | 'process_exit_refused'
   | 'invalid_definition'
+  /** A prompt's get or a resource's read returned something that is not a protocol result (logged; the client gets an internal error). */
+  | 'invalid_result'
   /** dist/ lacks what `npm run build` makes after tsc (the meta-schema validators): build again. */
   | 'build_incomplete'
   /** Client: the call was made on, or was pending when, the transport closed. */
@@ -52,7 +54,7 @@ export type SluiceErrorCode =
 const kCodeTable: Record<SluiceErrorCode, true> = {
   invalid_option: true, invalid_scope: true, invalid_request_id: true, cancellation_limit_reached: true,
   in_flight_capacity_exhausted: true, request_cancelled: true, bad_descriptor: true, uws_native_unavailable: true,
-  listen_failed: true, port_in_use: true, tools_module_failed: true, process_exit_refused: true, invalid_definition: true,
+  listen_failed: true, port_in_use: true, tools_module_failed: true, process_exit_refused: true, invalid_definition: true, invalid_result: true,
   transport_closed: true, server_exited: true, session_expired: true, invalid_response: true, rpc_error: true,
   missing_client_capability: true, task_limit_reached: true, task_quota_reached: true, invalid_cursor: true,
   cluster_unavailable: true, unauthorized: true, insufficient_scope: true, build_incomplete: true,

@@ -1,5 +1,8 @@
 import { SluiceError } from '../errors.js';
+import { isInputRequired } from '../tools/context.js';
 import type { InputRequired, ToolContext } from '../tools/context.js';
+import { contentBlockProblem } from '../tools/content-shape.js';
+import { isRecord, kindOf } from '../tools/result.js';
 import { scopesField } from '../tools/define.js';
 import type { ContentBlock } from '../tools/define.js';
 
@@ -40,7 +43,31 @@ export function definePrompt(definition: PromptDefinition): Prompt {
   return Object.freeze({ ...definition, ...scopesField(`prompt ${definition.name}`, definition.scopes), kind: 'sluice/prompt' as const });
 }
 
-export function toPromptResult(output: GetPromptResult | string | InputRequired): GetPromptResult | InputRequired {
-  if (typeof output === 'object' && (output as InputRequired).kind === 'sluice/input-required') return output;
-  return typeof output === 'string' ? { messages: [{ role: 'user', content: { type: 'text', text: output } }] } : output;
+/**
+ * The prompts/get result for what `prompt`'s get returned: a string is one user message. Throws
+ * (a failure of the prompt, logged; the client gets an internal error) when it returned anything
+ * else that is not a prompts/get result, naming the prompt and what is wrong: the official clients
+ * check results against the protocol's schema and would fail the call without saying why.
+ */
+export function toPromptResult(prompt: { readonly name: string }, output: GetPromptResult | string | InputRequired): GetPromptResult | InputRequired {
+  if (typeof output === 'string') return { messages: [{ role: 'user', content: { type: 'text', text: output } }] };
+  if (isInputRequired(output)) return output;
+  const problem = promptResultProblem(output);
+  if (problem !== undefined) throw new SluiceError('invalid_result', `prompt ${prompt.name}: get returned something that is not a prompts/get result: ${problem}`);
+  return output;
+}
+
+function promptResultProblem(output: unknown): string | undefined {
+  if (!isRecord(output)) return `$: must be an object or a string, got ${kindOf(output)}`;
+  const messages = output.messages;
+  if (!Array.isArray(messages)) return `$.messages: must be an array, got ${kindOf(messages)}`;
+  if (output.description !== undefined && typeof output.description !== 'string') return `$.description: must be a string, got ${kindOf(output.description)}`;
+  for (let i = 0; i < messages.length; i++) {
+    const message: unknown = messages[i];
+    if (!isRecord(message)) return `$.messages[${i}]: must be an object, got ${kindOf(message)}`;
+    if (message.role !== 'user' && message.role !== 'assistant') return `$.messages[${i}].role: must be 'user' or 'assistant', got ${JSON.stringify(message.role) ?? kindOf(message.role)}`;
+    const problem = contentBlockProblem(message.content);
+    if (problem !== undefined) return `$.messages[${i}].content${problem}`;
+  }
+  return undefined;
 }

@@ -1,5 +1,6 @@
 import { SluiceError } from '../errors.js';
 import type { InputRequired, ToolContext } from '../tools/context.js';
+import { resourceContentsProblem } from '../tools/content-shape.js';
 import { scopesField } from '../tools/define.js';
 
 /** One item of a resources/read result. */
@@ -65,10 +66,25 @@ function escape(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
-/** Normalises what a read handler returned. */
-export function toContents(uri: string, mimeType: string | undefined, output: Exclude<ReadOutput, InputRequired>): ResourceContents[] {
+/**
+ * Normalises what a read handler returned: a string is the text, bytes the base64 blob. Throws (a
+ * failure of the read, logged; the client gets an internal error) when it returned anything else
+ * that is not resource contents, naming the resource or template (not the URI the client sent) and
+ * what is wrong: the official clients check results against the protocol's schema and would fail
+ * the call without saying why.
+ */
+export function toContents(source: Resource | ResourceTemplate, uri: string, mimeType: string | undefined, output: Exclude<ReadOutput, InputRequired>): ResourceContents[] {
   const base = mimeType === undefined ? { uri } : { uri, mimeType };
   if (typeof output === 'string') return [{ ...base, text: output }];
   if (output instanceof Uint8Array) return [{ ...base, blob: Buffer.from(output.buffer, output.byteOffset, output.byteLength).toString('base64') }];
-  return Array.isArray(output) ? output : [output];
+  const contents: unknown[] = Array.isArray(output) ? output : [output];
+  for (let i = 0; i < contents.length; i++) {
+    const problem = resourceContentsProblem(contents[i]);
+    if (problem !== undefined) {
+      const where = Array.isArray(output) ? `$[${i}]` : '$';
+      const name = source.kind === 'sluice/resource' ? `resource ${source.uri}` : `template ${source.uriTemplate}`;
+      throw new SluiceError('invalid_result', `${name}: the read returned something that is not resource contents: ${where}${problem}`);
+    }
+  }
+  return contents as ResourceContents[];
 }

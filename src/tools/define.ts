@@ -9,6 +9,7 @@ import { isInputRequired } from './context.js';
 import type { InputRequired, ToolContext } from './context.js';
 import { Refusal, compileSide, kCompiled } from './compile.js';
 import type { Checked, Compiled } from './compile.js';
+import * as shapes from './content-shape.js';
 import { rememberHeaderSpecs, scanHeaderAnnotations } from './header-annotations.js';
 import type { HeaderSpec } from './header-annotations.js';
 import * as results from './result.js';
@@ -24,6 +25,7 @@ export type { CallToolResult, ContentBlock, ToolOutput } from './result.js';
 // Module-local copies of what each tools/call result goes through: optimised code reads an imported
 // binding through its cell, with a hole check, at every use; a module-local const is an immediate.
 const { errorText, isFullResult, isRecord, kindOf, toCallToolResult, toolFailure, unserialisable } = results;
+const { contentBlocksProblem } = shapes;
 
 /** A schema for arguments or results: JSON Schema (an object schema), or any Standard Schema (zod 4, …). */
 export type ToolSchema = JsonSchema | StandardSchemaV1;
@@ -261,7 +263,10 @@ function afterOutputCheck(tool: Tool, output: ToolOutput, full: boolean, checked
   return finish(tool, { content: [{ type: 'text', text: JSON.stringify(structured) }], structuredContent: structured }, structured);
 }
 
-/** The last check: everything in the result is JSON (a structuredContent already checked is skipped). */
+/**
+ * The last checks: everything in the result is JSON (a structuredContent already checked is
+ * skipped), then it has the shape of a tools/call result (content-shape.ts), which clients check.
+ */
 function finish(tool: Tool, result: CallToolResult, checked: Record<string, unknown> | undefined): CallToolResult {
   const content = result.content;
   if (!Array.isArray(content)) return toolFailure(tool, 'content must be an array');
@@ -270,6 +275,10 @@ function finish(tool: Tool, result: CallToolResult, checked: Record<string, unkn
     problem = unserialisable(result.structuredContent, '$.structuredContent');
   }
   if (problem === undefined && result._meta !== undefined) problem = unserialisable(result._meta, '$._meta');
-  return problem === undefined ? result : toolFailure(tool, `the result cannot be sent as JSON: ${problem}`);
+  if (problem !== undefined) return toolFailure(tool, `the result cannot be sent as JSON: ${problem}`);
+  problem = contentBlocksProblem(content, '$.content');
+  if (problem === undefined && result.isError !== undefined && typeof result.isError !== 'boolean') problem = `$.isError: must be a boolean, got ${kindOf(result.isError)}`;
+  if (problem === undefined && result._meta !== undefined && !isRecord(result._meta)) problem = `$._meta: must be an object, got ${kindOf(result._meta)}`;
+  return problem === undefined ? result : toolFailure(tool, `the result is not a valid tools/call result: ${problem}`);
 }
 

@@ -21,6 +21,7 @@ import { SluiceError, kSluiceErrorCodes } from '../../src/errors.js';
 import type { SluiceErrorCode } from '../../src/errors.js';
 import { ErrorCode, ProtocolError } from '../../src/protocol/wire.js';
 import { importToolsModule } from '../../src/catalog/catalog.js';
+import { toPromptResult } from '../../src/catalog/prompts.js';
 import { metaValidator } from '../../src/tools/meta-validators.js';
 import { listenNode } from '../../src/transport/http/node/adapter.js';
 import { findUws } from '../../src/transport/http/uws/load.js';
@@ -147,6 +148,8 @@ const kSluiceScenarios: Record<SluiceErrorCode, () => Promise<string> | string> 
     return (result.content[0] as { text: string }).text;
   }),
   invalid_definition: () => thrownCode(() => defineTool({ name: 'x' } as never)),
+  // A prompt whose get returned a number: not a prompts/get result.
+  invalid_result: () => thrownCode(() => toPromptResult({ name: 'p' }, 42 as never)),
   // A dist/ built by tsc alone: the meta-schema validators the build makes after it are not there.
   build_incomplete: () => thrownCode(() => metaValidator('draft2020', new URL('./fixtures/', import.meta.url))),
   // A call pending when the client closes, and a call made after: both the close, neither a cancel.

@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resultText as text, serveWithSdkClient } from '../helpers/sdk-session.js';
 import type { SdkSession, ToolResult as Result } from '../helpers/sdk-session.js';
+import { until } from '../helpers/wait.js';
 
 const kTools = new URL('../fixtures/definition-tools.mjs', import.meta.url);
 const kTimeout = { timeout: 10_000 };
@@ -17,8 +18,12 @@ beforeAll(async () => {
   session = await serveWithSdkClient(kTools, 'definitions-test');
 });
 
+/** What the bad prompts and resources below log: a failure line naming each (nothing else is logged). */
+const kBadResults = /prompt_wrong_role|prompt_nothing|test:\/\/no-body|test:\/\/number\/\{n\}/;
+
 afterAll(async () => {
-  expect(await session?.close() ?? []).toEqual([]);
+  const logs = await session?.close() ?? [];
+  expect(logs.filter((line) => !kBadResults.test(line))).toEqual([]);
 });
 
 const call = (name: string, args: Record<string, unknown> = {}): Promise<Result> => session.call(name, args);
@@ -26,7 +31,7 @@ const call = (name: string, args: Record<string, unknown> = {}): Promise<Result>
 describe('tools/list', () => {
   it('the SDK v1 client lists every tool, with the JSON Schemas a zod tool publishes', async () => {
     const { tools } = await session.client.listTools(undefined, kTimeout);
-    expect(tools.length).toBe(30);
+    expect(tools.length).toBe(42);
     const zod = tools.find((t) => t.name === 'zod_typed');
     expect(zod?.inputSchema).toMatchObject({ type: 'object', properties: { n: { type: 'number' }, word: { type: 'string' } }, required: ['n', 'word'] });
     expect(zod?.outputSchema).toMatchObject({ type: 'object', properties: { fixed: { type: 'string' } } });
@@ -58,6 +63,19 @@ describe.each([['inline', ''], ['pool', '_pool']])('%s tools', (_where, suffix) 
     const result = await call(name(base));
     expect(result.isError).toBe(true);
     expect(text(result)).toBe(`tool ${name(base)}: the result cannot be sent as JSON: ${where}`);
+  });
+
+  it.each([
+    ['text_not_string', '$.content[0].text: must be a string, got a number'],
+    ['block_not_object', '$.content[0]: a content block must be an object, got a string'],
+    ['image_without_mime', '$.content[0].mimeType: must be a string, got nothing'],
+    ['resource_without_body', '$.content[0].resource: resource contents need a text or a blob string'],
+    ['is_error_not_boolean', '$.isError: must be a boolean, got a string'],
+    ['meta_not_object', '$._meta: must be an object, got a string'],
+  ])('%s: a result of the wrong shape is isError content saying where, not a schema error in the client', async (base, where) => {
+    const result = await call(name(base));
+    expect(result.isError).toBe(true);
+    expect(text(result)).toBe(`tool ${name(base)}: the result is not a valid tools/call result: ${where}`);
   });
 
   it('outputSchema: a matching result passes; a mismatch or a missing structuredContent is a clear tool error, not a client failure', async () => {
@@ -100,5 +118,20 @@ describe.each([['inline', ''], ['pool', '_pool']])('%s tools', (_where, suffix) 
     const bad = await call(name('zod_async'), { n: -1 });
     expect(bad.isError).toBe(true);
     expect(text(bad)).toBe('Invalid arguments: $.n: must be positive');
+  });
+});
+
+describe('prompts and resources whose get or read returned something else', () => {
+  // The client would have refused the answer with a schema error; now the server refuses it, logs
+  // what is wrong and where (naming the definition, not the URI the client sent), and the client
+  // gets an internal error.
+  it.each([
+    ['prompts/get prompt_wrong_role', () => session.client.getPrompt({ name: 'prompt_wrong_role' }, kTimeout), "prompt prompt_wrong_role: get returned something that is not a prompts/get result: $.messages[0].role: must be 'user' or 'assistant', got \"system\""],
+    ['prompts/get prompt_nothing', () => session.client.getPrompt({ name: 'prompt_nothing' }, kTimeout), 'prompt prompt_nothing: get returned something that is not a prompts/get result: $: must be an object or a string, got nothing'],
+    ['resources/read test://no-body', () => session.client.readResource({ uri: 'test://no-body' }, kTimeout), 'resource test://no-body: the read returned something that is not resource contents: $: resource contents need a text or a blob string'],
+    ['resources/read test://number/7', () => session.client.readResource({ uri: 'test://number/7' }, kTimeout), 'template test://number/{n}: the read returned something that is not resource contents: $[1]: resource contents must be an object, got a number'],
+  ])('%s: an internal error for the client, the problem in the log', async (_what, request, logged) => {
+    await expect(request()).rejects.toMatchObject({ code: -32603, message: expect.stringContaining('Internal error') });
+    await until(() => session.server.logs.some((line) => line.includes(logged)), 5_000, `a log line: ${logged}`);
   });
 });

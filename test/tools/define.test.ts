@@ -152,6 +152,35 @@ describe('results', () => {
     expect(toToolResult(plain, { x: shared, y: shared })).toMatchObject({ structuredContent: { x: shared, y: shared } }); // shared, not circular
   });
 
+  it('content blocks: the protocol\'s five types pass as given, a type newer than the check passes, wrong fields are named', () => {
+    const good = {
+      content: [
+        { type: 'text', text: 't', annotations: { audience: ['user'] } },
+        { type: 'image', data: 'AAAA', mimeType: 'image/png' },
+        { type: 'audio', data: 'AAAA', mimeType: 'audio/wav', _meta: { k: 1 } },
+        { type: 'resource_link', uri: 'file:///a', name: 'a' },
+        { type: 'resource', resource: { uri: 'file:///b', blob: 'AAAA', mimeType: 'application/octet-stream' } },
+        { type: 'resource', resource: { uri: 'file:///c', text: 'c' } },
+        { type: 'a_type_of_tomorrow', anything: [1] },
+      ],
+      isError: false,
+      _meta: {},
+    };
+    expect(toToolResult(plain, good as never)).toBe(good);
+    const problem = (content: unknown[], extra: Record<string, unknown> = {}) => (toToolResult(plain, { content, ...extra } as never) as { content: Array<{ text: string }> }).content[0].text;
+    const prefix = 'tool t: the result is not a valid tools/call result: ';
+    expect(problem([null])).toBe(`${prefix}$.content[0]: a content block must be an object, got null`);
+    expect(problem([{ text: 'no type' }])).toBe(`${prefix}$.content[0].type: must be a string, got nothing`);
+    expect(problem([{ type: 'text', text: 't' }, { type: 'audio', data: 'AAAA', mimeType: 3 }])).toBe(`${prefix}$.content[1].mimeType: must be a string, got a number`);
+    expect(problem([{ type: 'resource_link', uri: 'file:///a' }])).toBe(`${prefix}$.content[0].name: must be a string, got nothing`);
+    expect(problem([{ type: 'resource', resource: { uri: 'file:///a', text: 1 } }])).toBe(`${prefix}$.content[0].resource.text: must be a string, got a number`);
+    expect(problem([{ type: 'resource', resource: [] }])).toBe(`${prefix}$.content[0].resource: resource contents must be an object, got an array`);
+    expect(problem([{ type: 'text', text: 't', annotations: 'high' }])).toBe(`${prefix}$.content[0].annotations: must be an object, got a string`);
+    expect(problem([], { isError: 1 })).toBe(`${prefix}$.isError: must be a boolean, got a number`);
+    // An error result is checked too: a client refuses it just the same.
+    expect(problem([{ type: 'text', text: 2 }], { isError: true })).toBe(`${prefix}$.content[0].text: must be a string, got a number`);
+  });
+
   it('outputSchema: formats are checked on results too; error results are not checked', () => {
     expect(toToolResult(withOutput, { when: '2024-01-01T00:00:00Z' })).toMatchObject({ structuredContent: { when: '2024-01-01T00:00:00Z' } });
     expect(toToolResult(withOutput, { when: 'yesterday' })).toMatchObject({ isError: true, content: [{ text: 'tool t: the result does not match its outputSchema: $.when: must match format "date-time"' }] });

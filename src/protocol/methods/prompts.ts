@@ -27,5 +27,5 @@ async function getPrompt(index: CatalogIndex, run: Run, params: Record<string, u
     if (a.required === true && args[a.name] === undefined) throw new ProtocolError(ErrorCode.InvalidParams, `Missing required argument: ${a.name}`);
   }
   const ctx = run.context(run.progressSink(params), run.input(params));
-  return { ...toPromptResult(await prompt.get(args, ctx)) } as Record<string, unknown>;
+  return { ...toPromptResult(prompt, await prompt.get(args, ctx)) } as Record<string, unknown>;
 }

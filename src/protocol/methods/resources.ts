@@ -1,5 +1,5 @@
 import { toContents } from '../../catalog/resources.js';
-import type { ReadOutput, ResourceTemplate } from '../../catalog/resources.js';
+import type { ReadOutput, Resource, ResourceTemplate } from '../../catalog/resources.js';
 import { isInputRequired } from '../../tools/context.js';
 import type { CatalogIndex } from '../catalog-index.js';
 import type { Method, Run } from '../run.js';
@@ -23,17 +23,17 @@ async function readResource(index: CatalogIndex, run: Run, params: Record<string
   const ctx = run.context(run.progressSink(params), run.input(params));
   const fixed = index.resources.get(uri);
   let output: ReadOutput;
-  let mimeType: string | undefined;
+  let source: Resource | ResourceTemplate;
   if (fixed !== undefined) {
     output = await fixed.read(ctx);
-    mimeType = fixed.mimeType;
+    source = fixed;
   } else {
     const { template, variables } = matchTemplate(index.templates, run, uri);
     output = await template.read(uri, variables, ctx);
-    mimeType = template.mimeType;
+    source = template;
   }
   if (isInputRequired(output)) return output as unknown as Record<string, unknown>;
-  return run.era.cacheable({ contents: toContents(uri, mimeType, output) });
+  return run.era.cacheable({ contents: toContents(source, uri, source.mimeType, output) });
 }
 
 /** The first template matching `uri`, with the URI's variables percent-decoded. */
