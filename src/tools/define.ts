@@ -37,7 +37,7 @@ export type InferArguments<S> = S extends StandardSchemaV1<unknown, infer Out> ?
 export type InferToolOutput<S> = CallToolResult | InputRequired | StructuredOutput<S>;
 
 /** The non-result values a handler may return (kept apart so full results keep their literal types). */
-type StructuredOutput<S> = [S] extends [StandardSchemaV1<infer In, unknown>] ? In : string | number | boolean | null | Record<string, unknown> | unknown[];
+type StructuredOutput<S> = [S] extends [StandardSchemaV1<infer In, unknown>] ? In : string | number | boolean | null | void | Record<string, unknown> | unknown[];
 
 /** Whether a tool may run as a task (MCP `execution.taskSupport`). */
 export type TaskSupport = 'forbidden' | 'optional' | 'required';

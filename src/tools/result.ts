@@ -31,15 +31,17 @@ export interface CallToolResult {
  *  - an array, number, boolean or null: its JSON text as a text block only. MCP's
  *    `structuredContent` must be an object (the official SDK clients reject anything else), and
  *    Sluice does not invent a wrapper key the tool never declared: return `{ items: [...] }` (and
- *    declare it in `outputSchema`) to give clients structured data.
+ *    declare it in `outputSchema`) to give clients structured data;
+ *  - nothing (`undefined`: a handler with no `return`): an empty content list.
  */
-export type ToolOutput = CallToolResult | InputRequired | string | number | boolean | null | Record<string, unknown> | unknown[];
+export type ToolOutput = CallToolResult | InputRequired | string | number | boolean | null | void | Record<string, unknown> | unknown[];
 
 /** Turns whatever a handler returned into a CallToolResult, without a tool's outputSchema (an input-required result passes through). */
 export function toCallToolResult(output: ToolOutput): CallToolResult | InputRequired {
   if (isInputRequired(output)) return output;
   if (typeof output === 'string') return { content: [{ type: 'text', text: output }] };
   if (isFullResult(output)) return output;
+  if (output === undefined) return { content: [] };
   const text = JSON.stringify(output) ?? 'null';
   return isRecord(output) ? { content: [{ type: 'text', text }], structuredContent: output } : { content: [{ type: 'text', text }] };
 }

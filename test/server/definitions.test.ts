@@ -31,7 +31,7 @@ const call = (name: string, args: Record<string, unknown> = {}): Promise<Result>
 describe('tools/list', () => {
   it('the SDK v1 client lists every tool, with the JSON Schemas a zod tool publishes', async () => {
     const { tools } = await session.client.listTools(undefined, kTimeout);
-    expect(tools.length).toBe(42);
+    expect(tools.length).toBe(44);
     const zod = tools.find((t) => t.name === 'zod_typed');
     expect(zod?.inputSchema).toMatchObject({ type: 'object', properties: { n: { type: 'number' }, word: { type: 'string' } }, required: ['n', 'word'] });
     expect(zod?.outputSchema).toMatchObject({ type: 'object', properties: { fixed: { type: 'string' } } });
@@ -46,6 +46,8 @@ describe.each([['inline', ''], ['pool', '_pool']])('%s tools', (_where, suffix) 
     expect(result).toEqual({ content: [{ type: 'text', text: '[1,2,3]' }] });
     expect(await call(name('number_result'))).toEqual({ content: [{ type: 'text', text: '42' }] });
     expect(await call(name('object_result'))).toEqual({ content: [{ type: 'text', text: '{"a":1}' }], structuredContent: { a: 1 } });
+    // A handler with no return (an action with nothing to report): no content, not the text "null".
+    expect(await call(name('nothing_result'))).toEqual({ content: [] });
   });
 
   it('an explicit non-object structuredContent is a tool error naming the tool', async () => {

@@ -142,6 +142,7 @@ describe('results', () => {
   it('toCallToolResult: arrays and primitives are text only; objects are structuredContent too', () => {
     expect(toCallToolResult([1, 2])).toEqual({ content: [{ type: 'text', text: '[1,2]' }] });
     expect(toCallToolResult(null)).toEqual({ content: [{ type: 'text', text: 'null' }] });
+    expect(toCallToolResult(undefined)).toEqual({ content: [] });
     expect(toCallToolResult({ a: 1 })).toEqual({ content: [{ type: 'text', text: '{"a":1}' }], structuredContent: { a: 1 } });
   });
 

@@ -59,6 +59,9 @@ defineTool({
 });
 const noArgs = { type: 'object', properties: {} } as const;
 defineTool({ name: 'c', description: 'c', inputSchema: noArgs, handler: () => [1, 2] });
+// A handler with no return value (an action with nothing to report), sync or async.
+defineTool({ name: 'v', description: 'v', inputSchema: noArgs, handler: () => {} });
+defineTool({ name: 'va', description: 'va', inputSchema: noArgs, handler: async () => { await Promise.resolve(); } });
 // A handler may still annotate its arguments by hand (as tools written before typed schemas do).
 defineTool({ name: 'h', description: 'h', inputSchema: noArgs, handler: (a: { us?: number }) => String(a.us) });
 
