@@ -100,6 +100,10 @@ describe('refusals', () => {
     ['resources/read', {}, 'resources/read needs a uri'],
     ['tools/list', { cursor: '!!' }, 'Invalid cursor'],
     ['completion/complete', {}, 'completion/complete needs ref and argument {name, value}'],
+    ...[5, 'x', [], { arguments: 5 }, { arguments: ['a'] }, { arguments: { who: 1 } }].map((context) => [
+      'completion/complete', { ref: { type: 'ref/prompt', name: 'greet' }, argument: { name: 'who', value: '' }, context },
+      'completion/complete: context must be an object, its arguments an object of strings',
+    ] as const),
   ])('%s %j: -32602 %s', async (method, p, message) => {
     for (const era of ['legacy', 'modern'] as const) {
       const reply = new FakeReply();

@@ -123,13 +123,14 @@ describe.each([['inline', ''], ['pool', '_pool']])('%s tools', (_where, suffix) 
   });
 });
 
-describe('prompts and resources whose get or read returned something else', () => {
+describe('prompts, completions and resources whose get, complete or read returned something else', () => {
   // The client would have refused the answer with a schema error; now the server refuses it, logs
   // what is wrong and where (naming the definition, not the URI the client sent), and the client
   // gets an internal error.
   it.each([
     ['prompts/get prompt_wrong_role', () => session.client.getPrompt({ name: 'prompt_wrong_role' }, kTimeout), "prompt prompt_wrong_role: get returned something that is not a prompts/get result: $.messages[0].role: must be 'user' or 'assistant', got \"system\""],
     ['prompts/get prompt_nothing', () => session.client.getPrompt({ name: 'prompt_nothing' }, kTimeout), 'prompt prompt_nothing: get returned something that is not a prompts/get result: $: must be an object or a string, got nothing'],
+    ['completion/complete of prompt_wrong_role', () => session.client.complete({ ref: { type: 'ref/prompt', name: 'prompt_wrong_role' }, argument: { name: 'a', value: '' } }, kTimeout), 'prompt prompt_wrong_role: complete.a returned a string, not an array of strings'],
     ['resources/read test://no-body', () => session.client.readResource({ uri: 'test://no-body' }, kTimeout), 'resource test://no-body: the read returned something that is not resource contents: $: resource contents need a text or a blob string'],
     ['resources/read test://number/7', () => session.client.readResource({ uri: 'test://number/7' }, kTimeout), 'template test://number/{n}: the read returned something that is not resource contents: $[1]: resource contents must be an object, got a number'],
   ])('%s: an internal error for the client, the problem in the log', async (_what, request, logged) => {

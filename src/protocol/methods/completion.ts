@@ -1,3 +1,5 @@
+import { SluiceError } from '../../errors.js';
+import { isRecord, kindOf } from '../../tools/result.js';
 import type { CatalogIndex } from '../catalog-index.js';
 import type { Method } from '../run.js';
 import { ErrorCode, ProtocolError } from '../wire.js';
@@ -18,7 +20,7 @@ async function complete(index: CatalogIndex, params: Record<string, unknown> | u
   if (ref === null || typeof ref !== 'object' || argument === null || typeof argument !== 'object' || typeof argument.name !== 'string' || typeof argument.value !== 'string') {
     throw new ProtocolError(ErrorCode.InvalidParams, 'completion/complete needs ref and argument {name, value}');
   }
-  const context = ((params?.context as { arguments?: unknown } | undefined)?.arguments ?? {}) as Record<string, string>;
+  const context = contextArguments(params?.context);
   let completer: Completer | undefined;
   if (ref.type === 'ref/prompt' && typeof ref.name === 'string') {
     const prompt = index.prompts.get(ref.name);
@@ -31,6 +33,24 @@ async function complete(index: CatalogIndex, params: Record<string, unknown> | u
   } else {
     throw new ProtocolError(ErrorCode.InvalidParams, 'ref must be ref/prompt or ref/resource');
   }
-  const values = completer === undefined ? [] : (await completer(argument.value, context)).map(String);
+  const found: unknown = completer === undefined ? [] : await completer(argument.value, context);
+  if (!Array.isArray(found)) {
+    const owner = ref.type === 'ref/prompt' ? `prompt ${String(ref.name)}` : `template ${String(ref.uri)}`;
+    throw new SluiceError('invalid_result', `${owner}: complete.${argument.name} returned ${kindOf(found)}, not an array of strings`);
+  }
+  const values = found.map(String);
   return { completion: { values: values.slice(0, kMaxValues), total: values.length, hasMore: values.length > kMaxValues } };
+}
+
+/**
+ * The arguments already given (`context.arguments`), checked: the completer is declared to get
+ * strings, and a client may send anything.
+ */
+function contextArguments(context: unknown): Record<string, string> {
+  if (context === undefined || context === null) return {};
+  const given = isRecord(context) ? context.arguments ?? undefined : undefined;
+  if (!isRecord(context) || (given !== undefined && (!isRecord(given) || !Object.values(given).every((v) => typeof v === 'string')))) {
+    throw new ProtocolError(ErrorCode.InvalidParams, 'completion/complete: context must be an object, its arguments an object of strings');
+  }
+  return (given ?? {}) as Record<string, string>;
 }
