@@ -23,7 +23,7 @@ export interface StdioServerOptions extends StdioServerBaseOptions {
   output?: Writable;
   /** Where log lines at `logLevel` or above go (default stderr: stdout carries the protocol). */
   log?: ServerLogSink;
-  /** Told what is served once the tools are loaded, before the first line is read. */
+  /** Told what is served once the tools are loaded here and in the pool threads, as reading begins. */
   onServing?: (served: CatalogNames) => void;
   /**
    * Graceful shutdown (the CLI aborts it on SIGTERM/SIGINT): input is no longer read (what was
@@ -38,7 +38,6 @@ export interface StdioServerOptions extends StdioServerBaseOptions {
 export async function serveStdioServer(options: StdioServerOptions): Promise<void> {
   const config = resolveConfig(options, options.log);
   const catalog = await loadCatalog(config);
-  options.onServing?.(catalogNames(catalog));
   const closer = new CloseList(config.log);
   const services = new NodeServices(config, 'stdio');
   const signal = options.signal;
@@ -50,6 +49,8 @@ export async function serveStdioServer(options: StdioServerOptions): Promise<voi
     // Imported here, not at the top: every thread whose tools module imports 'sluice' loads this file.
     const { startStdioStack } = await import('../server/stdio-stack.js');
     const { served } = await startStdioStack({ config, services, catalog, poolEntry: threadEntry('pool-worker'), input: options.input ?? process.stdin, output: options.output ?? process.stdout }, closer);
+    // Only now: the stack waited for the pool threads, and a server that cannot start says only why.
+    options.onServing?.(catalogNames(catalog));
     if (signal?.aborted === true) onAbort();
     else signal?.addEventListener('abort', onAbort, { once: true });
     await served;

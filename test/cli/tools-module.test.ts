@@ -186,6 +186,8 @@ export default [heavy];
     const stdio = await runCli(['serve', '--stdio', '--tools', join(dir, 'tools.mjs')]);
     expect(stdio.code).toBe(1);
     expect(stdio.stderr).toContain('no database in a pool thread');
+    expect(stdio.stderr).not.toContain('sluice: serving MCP'); // neither start-up line claims a server that is not serving
+    expect(run.stderr).not.toContain('sluice: serving MCP');
   });
 
   it('a replacement pool thread that cannot load it is logged as an error, and the server serves on', async () => {
