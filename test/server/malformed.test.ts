@@ -42,6 +42,8 @@ interface Case {
   id?: Id;
   /** Expect an empty body (202, 204, 405). */
   empty?: boolean;
+  /** Expected Content-Type of the response (its media type). */
+  contentType?: string;
   check?: (body: Record<string, any>) => void;
 }
 
@@ -319,7 +321,16 @@ const cases: Case[] = [
   { name: 'Content-Type application/x-www-form-urlencoded', headers: { 'content-type': 'application/x-www-form-urlencoded' }, json: echoCall(52), status: 415, code: -32600, id: null },
   { name: 'Content-Type with charset is fine', headers: { 'content-type': 'application/json; charset=utf-8' }, json: echoCall(53), status: 200, check: (b) => expect(textOf(b)).toBe('hi') },
   { name: 'Accept: text/html only', headers: { accept: 'text/html' }, json: echoCall(54), status: 406, code: -32600, id: null },
-  { name: 'Accept: application/json only gets JSON', headers: { accept: 'application/json' }, json: echoCall(55), status: 200, check: (b) => expect(textOf(b)).toBe('hi') },
+  { name: 'Accept: application/json only gets JSON', headers: { accept: 'application/json' }, json: echoCall(55), status: 200, contentType: 'application/json', check: (b) => expect(textOf(b)).toBe('hi') },
+  // A client that takes no JSON gets even a plain answer as an SSE event, not a body it refused.
+  { name: 'Accept: text/event-stream only gets the answer as one SSE event', headers: { accept: 'text/event-stream' }, json: echoCall(163), status: 200, contentType: 'text/event-stream', check: (b) => expect(textOf(b)).toBe('hi') },
+  { name: 'Accept: text/* gets the answer as one SSE event', headers: { accept: 'text/*' }, json: echoCall(164), status: 200, contentType: 'text/event-stream', check: (b) => expect(textOf(b)).toBe('hi') },
+  {
+    name: 'Accept: text/event-stream only: a JSON-RPC error answer is an SSE event too',
+    headers: { accept: 'text/event-stream' }, json: legacy(165, 'tools/call', { name: 'no_such_tool' }), status: 200, contentType: 'text/event-stream',
+    check: (b) => expect(b.error.code).toBe(-32602),
+  },
+  { name: 'Accept: */* gets JSON', headers: { accept: '*/*' }, json: echoCall(166), status: 200, contentType: 'application/json', check: (b) => expect(textOf(b)).toBe('hi') },
   { name: 'Origin http://evil.example', headers: { origin: 'http://evil.example' }, json: echoCall(56), status: 403, code: -32600, id: null },
   { name: 'Origin http://localhost.evil.example', headers: { origin: 'http://localhost.evil.example' }, json: echoCall(57), status: 403, code: -32600, id: null },
   { name: 'Origin null (sandboxed page)', headers: { origin: 'null' }, json: echoCall(58), status: 403, code: -32600, id: null },
@@ -514,6 +525,7 @@ describe.each(adapters('malformed and hostile requests'))('malformed and hostile
     const outcome = sent;
     expect(outcome.status, outcome.text.slice(0, 300)).toBe(c.status);
     if (c.empty === true) expect(outcome.text).toBe('');
+    if (c.contentType !== undefined) expect(outcome.headers['content-type']?.split(';')[0]).toBe(c.contentType);
     if (c.code !== undefined) {
       expect(outcome.headers['content-type']).toMatch(/^application\/json/);
       const body = parse(outcome);

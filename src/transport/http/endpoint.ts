@@ -17,6 +17,7 @@ import type { Authenticate } from './caller.js';
 import { ResponseHeaders } from './cors.js';
 import type { Exchange } from './exchange.js';
 import { HeaderRules } from './headers.js';
+import type { ReplyForm } from './headers.js';
 import { HttpEdge, LegacySessions, kSessionElsewhere } from './legacy.js';
 import { ClientLimits } from './limits.js';
 import { checkModernRequest } from './modern.js';
@@ -225,9 +226,9 @@ export class HttpEndpoint {
       void this.#postChecked(ex).catch((error: unknown) => this.#crash(ex, error));
       return;
     }
-    const canStream = this.#rules.negotiate(ex);
-    if (canStream instanceof ProtocolError) return this.#fail(ex, null, canStream);
-    this.#read(ex, canStream, undefined, undefined);
+    const form = this.#rules.negotiate(ex);
+    if (form instanceof ProtocolError) return this.#fail(ex, null, form);
+    this.#read(ex, form, undefined, undefined);
   }
 
   async #postChecked(ex: Exchange): Promise<void> {
@@ -236,26 +237,26 @@ export class HttpEndpoint {
       granted = await this.#authorize(ex);
       if (granted === undefined) return;
     }
-    const canStream = this.#rules.negotiate(ex);
-    if (canStream instanceof ProtocolError) return this.#fail(ex, null, canStream);
+    const form = this.#rules.negotiate(ex);
+    if (form instanceof ProtocolError) return this.#fail(ex, null, form);
     const principal = granted !== undefined ? granted.subject : await this.#clients.principal(ex);
     if (ex.aborted) return;
     if (principal === kRefused) return this.#fail(ex, null, kUnauthorized);
-    this.#read(ex, canStream, principal, granted);
+    this.#read(ex, form, principal, granted);
   }
 
-  #read(ex: Exchange, canStream: boolean, principal: string | undefined, granted: Granted | undefined): void {
+  #read(ex: Exchange, form: ReplyForm, principal: string | undefined, granted: Granted | undefined): void {
     ex.readBody(this.#o.maxBodyBytes, (body) => {
       // Called by the adapter (maybe from its socket callback): a throw must end here, as a 500.
       try {
-        if (body !== undefined && body !== 'too_large') this.#received(ex, body, canStream, principal, granted);
+        if (body !== undefined && body !== 'too_large') this.#received(ex, body, form, principal, granted);
       } catch (error) {
         this.#crash(ex, error);
       }
     });
   }
 
-  #received(ex: Exchange, body: Uint8Array, canStream: boolean, principal: string | undefined, granted: Granted | undefined): void {
+  #received(ex: Exchange, body: Uint8Array, form: ReplyForm, principal: string | undefined, granted: Granted | undefined): void {
     const message = this.#message(ex, body);
     if (message === undefined) return;
     if (granted !== undefined && message.kind === 'request') {
@@ -274,19 +275,19 @@ export class HttpEndpoint {
     const info = requestInfo(message, edge);
     if (info === kSessionElsewhere) {
       // Cluster mode, a session this node lacks: the directory may adopt it; then resolve again.
-      void this.#adopt(ex, message, edge, canStream).catch((error: unknown) => this.#crash(ex, error));
+      void this.#adopt(ex, message, edge, form).catch((error: unknown) => this.#crash(ex, error));
       return;
     }
-    this.#route(ex, message, edge, info, canStream);
+    this.#route(ex, message, edge, info, form);
   }
 
-  async #adopt(ex: Exchange, message: Classified, edge: HttpEdge, canStream: boolean): Promise<void> {
+  async #adopt(ex: Exchange, message: Classified, edge: HttpEdge, form: ReplyForm): Promise<void> {
     const refused = await this.#sessions!.adopt(edge);
     if (ex.aborted) return;
-    this.#route(ex, message, edge, refused ?? requestInfo(message, edge), canStream);
+    this.#route(ex, message, edge, refused ?? requestInfo(message, edge), form);
   }
 
-  #route(ex: Exchange, message: Classified, edge: HttpEdge, info: RequestInfo | ProtocolError, canStream: boolean): void {
+  #route(ex: Exchange, message: Classified, edge: HttpEdge, info: RequestInfo | ProtocolError, form: ReplyForm): void {
     if (info instanceof ProtocolError) return this.#fail(ex, message.kind === 'request' ? message.id : null, info);
     if (message.kind === 'response') {
       // An answer to a request a tool sent this client (any worker may receive it).
@@ -301,21 +302,21 @@ export class HttpEndpoint {
       // Cluster mode: a new session or a new log level is in Redis before the response goes out.
       const storing = this.#sessions?.beforeRequest(edge, message.method, message.params);
       if (storing !== undefined) {
-        void this.#stored(ex, storing, message, edge, info, canStream).catch((error: unknown) => this.#crash(ex, error));
+        void this.#stored(ex, storing, message, edge, info, form).catch((error: unknown) => this.#crash(ex, error));
         return;
       }
     }
-    this.#run(ex, message, edge, info, canStream);
+    this.#run(ex, message, edge, info, form);
   }
 
-  async #stored(ex: Exchange, storing: Promise<ProtocolError | undefined>, message: Request, edge: HttpEdge, info: RequestInfo, canStream: boolean): Promise<void> {
+  async #stored(ex: Exchange, storing: Promise<ProtocolError | undefined>, message: Request, edge: HttpEdge, info: RequestInfo, form: ReplyForm): Promise<void> {
     const refused = await storing;
     if (ex.aborted) return this.#sessions!.drop(edge.opened);
     if (refused !== undefined) return this.#fail(ex, message.id, refused);
-    this.#run(ex, message, edge, info, canStream);
+    this.#run(ex, message, edge, info, form);
   }
 
-  #run(ex: Exchange, message: Request, edge: HttpEdge, info: RequestInfo, canStream: boolean): void {
+  #run(ex: Exchange, message: Request, edge: HttpEdge, info: RequestInfo, form: ReplyForm): void {
     const client = edge.clientScope();
     if (!this.#limits.acquire(client)) {
       this.#sessions?.drop(edge.opened);
@@ -326,7 +327,7 @@ export class HttpEndpoint {
     // A tasks/result wait does no work of its own (the task runs on its own row): once its client is
     // gone no one can be told its answer, so it ends, and a vanished client holds no wait.
     const cancelOnGone = info.era === 'modern' || this.#o.cancelOnDisconnect || message.method === 'tasks/result';
-    const reply = new HttpReply(ex, this.#replies, canStream, extra, edge.opened, client, cancelOnGone);
+    const reply = new HttpReply(ex, this.#replies, form, extra, edge.opened, client, cancelOnGone);
     // The engine calls reply.started(running) itself for a request that goes on running.
     this.#engine.handleRequest(message.id, message.method, message.params, info, reply);
   }

@@ -20,6 +20,13 @@ export interface HeaderRulesOptions {
   readonly allowedHostNames: ReadonlySet<string> | undefined;
 }
 
+/**
+ * What a POST's reply may be, by its Accept: JSON only (it cannot stream), JSON or an SSE stream
+ * (JSON unless something is streamed first), or an SSE stream only (a client that does not take
+ * JSON gets even a plain answer as one event).
+ */
+export type ReplyForm = 'json' | 'either' | 'stream';
+
 export class HeaderRules {
   readonly #o: HeaderRulesOptions;
   #lastHost: string | undefined;
@@ -47,18 +54,19 @@ export class HeaderRules {
 
   /**
    * A POST's Content-Type (must be application/json, 415) and Accept (406 unless JSON or SSE is
-   * acceptable): whether the reply may stream (SSE), or the refusal.
+   * acceptable): what the reply may be, or the refusal.
    */
-  negotiate(ex: Exchange): boolean | ProtocolError {
+  negotiate(ex: Exchange): ReplyForm | ProtocolError {
     const type = ex.header('content-type');
     // The common exact value skips the parameter split (no string is made).
     if (type !== 'application/json' && (type === undefined || mediaType(type) !== 'application/json')) return kUnsupportedMediaType;
     const accept = ex.header('accept');
-    if (accept === undefined) return true;
+    if (accept === undefined) return 'either';
     const accepted = this.#acceptedTypes(accept);
     const streams = accepted.has('text/event-stream') || accepted.has('text/*') || accepted.has('*/*');
-    if (!streams && !accepted.has('application/json') && !accepted.has('application/*')) return kNotAcceptable;
-    return streams;
+    const json = accepted.has('application/json') || accepted.has('application/*') || accepted.has('*/*');
+    if (!json) return streams ? 'stream' : kNotAcceptable;
+    return streams ? 'either' : 'json';
   }
 
   #acceptedTypes(accept: string): Set<string> {

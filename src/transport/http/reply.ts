@@ -7,6 +7,7 @@ import type { CarriedTrace } from '../../telemetry/tracing/otel.js';
 import { Counter } from '../../telemetry/counters.js';
 import type { ServerCounters } from '../../telemetry/counters.js';
 import type { Exchange } from './exchange.js';
+import type { ReplyForm } from './headers.js';
 import { kSseHeaders, sseEvent } from './sse.js';
 
 type Headers = readonly (readonly [string, string])[];
@@ -35,7 +36,8 @@ export interface ReplyShared {
 }
 
 /**
- * The Reply of one HTTP request: JSON unless something is streamed first, then SSE.
+ * The Reply of one HTTP request: JSON unless something is streamed first, then SSE (SSE from the
+ * start for a client whose Accept takes no JSON).
  *
  * Slow readers: memory held for one connection is bounded by `maxBufferedBytes` plus one pending
  * progress message and the final response. Past the bound, progress coalesces (only the newest
@@ -45,6 +47,8 @@ export interface ReplyShared {
  */
 export class HttpReply implements Reply {
   readonly canStream: boolean;
+  /** The client takes no JSON: even a plain answer goes out as one SSE event. */
+  readonly #streamOnly: boolean;
   readonly #ex: Exchange;
   readonly #shared: ReplyShared;
   /** Headers every response to this exchange carries beyond its own (worker id, CORS). */
@@ -71,10 +75,11 @@ export class HttpReply implements Reply {
   /** Bytes of this exchange last added to the buffered-bytes gauge. */
   #reported = 0;
 
-  constructor(ex: Exchange, shared: ReplyShared, canStream: boolean, extra: Headers, session: string | undefined, client: string, cancelOnGone: boolean) {
+  constructor(ex: Exchange, shared: ReplyShared, form: ReplyForm, extra: Headers, session: string | undefined, client: string, cancelOnGone: boolean) {
     this.#ex = ex;
     this.#shared = shared;
-    this.canStream = canStream;
+    this.canStream = form !== 'json';
+    this.#streamOnly = form === 'stream';
     this.#extra = extra;
     this.#session = session;
     this.#client = client;
@@ -107,12 +112,14 @@ export class HttpReply implements Reply {
     return headers;
   }
 
+  #startStream(): void {
+    this.#streaming = true;
+    this.#ex.startStream(200, this.#headers(kSseHeaders));
+  }
+
   notify(json: string, kind: NotifyKind = 'other'): void {
     if (this.#done || this.#ex.aborted) return;
-    if (!this.#streaming) {
-      this.#streaming = true;
-      this.#ex.startStream(200, this.#headers(kSseHeaders));
-    }
+    if (!this.#streaming) this.#startStream();
     if (this.#congested) {
       this.#hold(json, kind);
       return;
@@ -124,9 +131,12 @@ export class HttpReply implements Reply {
     if (this.#done || this.#ex.aborted) return;
     this.#done = true;
     if (!this.#streaming) {
-      // A 429 or 503 (a quota, a full table) says when to try again, whichever layer refused.
-      this.#ex.respond(httpStatus, this.#headers(httpStatus === 429 || httpStatus === 503 ? kRetryLater : kJson), json);
-      return;
+      if (!this.#streamOnly || httpStatus !== 200) {
+        // A 429 or 503 (a quota, a full table) says when to try again, whichever layer refused.
+        this.#ex.respond(httpStatus, this.#headers(httpStatus === 429 || httpStatus === 503 ? kRetryLater : kJson), json);
+        return;
+      }
+      this.#startStream(); // a client that takes no JSON gets even a plain answer as one event
     }
     if (this.#congested) {
       this.#pendingFinal = sseEvent(json);
