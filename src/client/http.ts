@@ -5,6 +5,7 @@ import { SluiceError } from '../errors.js';
 import { headerValue, paramHeaderSpecs, paramHeaders } from './param-headers.js';
 import { bearerChallenge, scopeList } from './www-authenticate.js';
 import type { ParamHeaderSpecs } from './param-headers.js';
+import { SseReader } from './sse-reader.js';
 import { answerServerRequest } from './transport.js';
 import type { ClientTransport, JsonRpcMessage, SendOptions } from './transport.js';
 
@@ -21,7 +22,15 @@ export interface HttpTransportOptions {
    * InsufficientScopeError.
    */
   bearer?: BearerToken;
+  /**
+   * The most a server may send for one answer: a JSON body, or one SSE event, of more than this
+   * many bytes (characters, for an event) fails the call with `invalid_response` and closes its
+   * stream, so a server that never stops cannot exhaust the client's memory. Default 64 MiB.
+   */
+  maxResponseBytes?: number;
 }
+
+const kDefaultMaxResponseBytes = 64 * 1024 * 1024;
 
 /** A bearer token, or a function giving the current one (called per request). */
 export type BearerToken = string | (() => string | Promise<string>);
@@ -158,9 +167,13 @@ export class HttpClientTransport implements ClientTransport {
   #closed = false;
   /** x-mcp-header annotations by tool name, from the tools/list results seen (2026-07-28 Mcp-Param-*). */
   readonly #toolHeaders = new Map<string, ParamHeaderSpecs>();
+  readonly #maxResponseBytes: number;
 
   constructor(options: HttpTransportOptions) {
     this.#url = new URL(options.url);
+    const max = options.maxResponseBytes ?? kDefaultMaxResponseBytes;
+    if (!Number.isSafeInteger(max) || max < 1) throw new SluiceError('invalid_option', `maxResponseBytes must be a positive integer, got ${String(max)}`);
+    this.#maxResponseBytes = max;
     this.#headers = options.headers ?? {};
     this.#bearer = options.bearer;
     if (this.#bearer !== undefined) {
@@ -267,7 +280,7 @@ export class HttpClientTransport implements ClientTransport {
     }
     const type = String(res.headers['content-type'] ?? '');
     if (type.startsWith('text/event-stream')) return this.#readStream(res, message, options);
-    const text = await readAll(res);
+    const text = await readAll(res, this.#maxResponseBytes);
     if (text === '') {
       // A 2xx without a body is how a server answers a request it cancelled (Sluice: 202); anything else is no answer at all.
       const status = res.statusCode ?? 0;
@@ -289,23 +302,21 @@ export class HttpClientTransport implements ClientTransport {
   /** Reads an SSE reply until the response to `message` arrives; other messages go to onMessage. */
   #readStream(res: IncomingMessage, message: JsonRpcMessage, options: SendOptions): Promise<JsonRpcMessage> {
     return new Promise((resolve, reject) => {
-      let buffer = '';
+      const reader = new SseReader();
       let done = false;
       res.setEncoding('utf8');
       res.on('data', (chunk: string) => {
-        buffer += chunk;
-        let end;
-        while ((end = buffer.indexOf('\n\n')) !== -1) {
-          const event = buffer.slice(0, end);
-          buffer = buffer.slice(end + 2);
-          const data = event.split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trimStart()).join('\n');
-          if (data === '') continue;
-          let parsed: JsonRpcMessage;
+        if (done) return;
+        for (const data of reader.push(chunk)) {
+          let value: unknown;
           try {
-            parsed = JSON.parse(data) as JsonRpcMessage;
+            value = JSON.parse(data);
           } catch {
             continue;
           }
+          // Not a JSON-RPC message (a number, null, an array): skipped, as a line that is not JSON is.
+          if (value === null || typeof value !== 'object' || Array.isArray(value)) continue;
+          const parsed = value as JsonRpcMessage;
           if ('id' in parsed && parsed.id === message.id && ('result' in parsed || 'error' in parsed)) {
             done = true;
             resolve(parsed);
@@ -318,6 +329,11 @@ export class HttpClientTransport implements ClientTransport {
             continue;
           }
           options.onMessage(parsed);
+        }
+        if (reader.pending > this.#maxResponseBytes) {
+          done = true;
+          reject(new SluiceError('invalid_response', `the server sent an SSE event of more than ${this.#maxResponseBytes} characters (maxResponseBytes)`));
+          res.destroy();
         }
       });
       res.on('end', () => { if (!done) reject(new SluiceError('request_cancelled', 'the stream ended without a response (the request was cancelled)')); });
@@ -377,10 +393,18 @@ function checkToken(token: unknown): asserts token is string {
   }
 }
 
-function readAll(res: IncomingMessage): Promise<string> {
+/** A whole body, refused (invalid_response, the response destroyed) past `max` bytes. */
+function readAll(res: IncomingMessage, max: number): Promise<string> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
-    res.on('data', (c: Buffer) => chunks.push(c));
+    let size = 0;
+    res.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size <= max) return void chunks.push(c);
+      chunks.length = 0;
+      reject(new SluiceError('invalid_response', `the server answered ${res.statusCode} with a body of more than ${max} bytes (maxResponseBytes)`));
+      res.destroy();
+    });
     res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
     res.on('error', reject);
   });

@@ -13,7 +13,8 @@ import type { Exchange, ResponseHead } from './http-conn.js';
 import type { Negotiated } from './options.js';
 import { OpenError } from './target.js';
 import type { CallDone, Step, Target } from './target.js';
-import { SseReader, answers, classify, kClientInfo, mcpHeaders, notificationBody, parseMessage, requestBody } from './wire.js';
+import { SseReader } from '../client/sse-reader.js';
+import { answers, classify, kClientInfo, mcpHeaders, notificationBody, parseMessage, requestBody } from './wire.js';
 import type { Message, Outcome } from './wire.js';
 
 /** A body larger than this is refused (a hostile server must not grow the generator's memory). */

@@ -106,32 +106,3 @@ export function parseMessage(text: string): Message | undefined {
 export function answers(message: Message, id: number | string): boolean {
   return message.id === id && (message.result !== undefined || message.error !== undefined);
 }
-
-/** An incremental text/event-stream reader: push text, get each event's data field. */
-export class SseReader {
-  #buffer = '';
-
-  /** Whole events' data in `chunk` (appended to what came before); comments and empty events are skipped. */
-  push(chunk: string): string[] {
-    this.#buffer += chunk.includes('\r') ? chunk.replace(/\r\n?/g, '\n') : chunk;
-    const out: string[] = [];
-    let end;
-    while ((end = this.#buffer.indexOf('\n\n')) !== -1) {
-      const event = this.#buffer.slice(0, end);
-      this.#buffer = this.#buffer.slice(end + 2);
-      let data = '';
-      for (const line of event.split('\n')) {
-        if (!line.startsWith('data:')) continue;
-        const value = line.charCodeAt(5) === 32 ? line.slice(6) : line.slice(5);
-        data = data === '' ? value : `${data}\n${value}`;
-      }
-      if (data !== '') out.push(data);
-    }
-    return out;
-  }
-
-  /** Bytes held waiting for the end of an event (a bound against a server that never ends one). */
-  get pending(): number {
-    return this.#buffer.length;
-  }
-}

@@ -1,0 +1,42 @@
+/**
+ * An incremental text/event-stream reader (the WHATWG event-stream format): push decoded text as it
+ * arrives, get the `data` of each whole event. Lines may end in CRLF, LF or CR alone (servers built
+ * on sse-starlette, the Python SDK's, send CRLF), and a CRLF split between two chunks is still one
+ * line end. Used by the client's HTTP transport and by `sluice bench`'s load generator.
+ */
+export class SseReader {
+  #buffer = '';
+  /** The last chunk ended in CR: a LF that starts the next one belongs to the same line end. */
+  #pendingCr = false;
+
+  /** Whole events' data in `chunk` (appended to what came before); comments and empty events are skipped. */
+  push(chunk: string): string[] {
+    if (chunk === '') return [];
+    if (this.#pendingCr && chunk.charCodeAt(0) === 10) chunk = chunk.slice(1);
+    this.#pendingCr = chunk.charCodeAt(chunk.length - 1) === 13;
+    this.#buffer += chunk.includes('\r') ? chunk.replace(/\r\n?/g, '\n') : chunk;
+    const out: string[] = [];
+    let end;
+    while ((end = this.#buffer.indexOf('\n\n')) !== -1) {
+      const event = this.#buffer.slice(0, end);
+      this.#buffer = this.#buffer.slice(end + 2);
+      let data = '';
+      let any = false;
+      for (const line of event.split('\n')) {
+        if (!line.startsWith('data')) continue;
+        // `data` alone is an empty data line; `data:` then one optional space, then the value.
+        if (line.length > 4 && line.charCodeAt(4) !== 58) continue;
+        const value = line.charCodeAt(5) === 32 ? line.slice(6) : line.slice(5);
+        data = any ? `${data}\n${value}` : value;
+        any = true;
+      }
+      if (data !== '') out.push(data);
+    }
+    return out;
+  }
+
+  /** Characters held waiting for the end of an event (a bound against a server that never ends one). */
+  get pending(): number {
+    return this.#buffer.length;
+  }
+}

@@ -1,0 +1,143 @@
+/**
+ * The client's HTTP transport against servers that answer the way other stacks do, or the way a
+ * hostile one would: a raw node:http server on 127.0.0.1 plays the server. The Python SDK's
+ * streamable HTTP server writes its SSE through sse-starlette, whose lines end in CRLF (before,
+ * the client never found the end of an event there and waited until the stream ended).
+ */
+import { createServer } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Client, HttpClientTransport } from '../../src/client/index.js';
+import { SseReader } from '../../src/client/sse-reader.js';
+import { SluiceError } from '../../src/errors.js';
+
+type Writer = (res: ServerResponse, id: unknown) => void;
+let toolsCall: Writer = (res) => res.end();
+let server: Server;
+let url = '';
+
+const result = (id: unknown, text: string) => JSON.stringify({ jsonrpc: '2.0', id, result: { content: [{ type: 'text', text }] } });
+const sse = (res: ServerResponse) => res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+beforeAll(async () => {
+  server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      if (req.method !== 'POST') return void res.writeHead(405).end();
+      const body = JSON.parse(Buffer.concat(chunks).toString()) as { id?: unknown; method: string };
+      if (body.method === 'initialize') {
+        res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 'odd-session' });
+        return void res.end(JSON.stringify({ jsonrpc: '2.0', id: body.id, result: { protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'odd', version: '1' } } }));
+      }
+      if (body.id === undefined) return void res.writeHead(202).end();
+      toolsCall(res, body.id);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;
+});
+
+afterAll(async () => {
+  await new Promise((resolve) => server.close(resolve));
+});
+
+async function call(options: { maxResponseBytes?: number } = {}): Promise<unknown> {
+  const client = new Client(new HttpClientTransport({ url, ...options }), { era: 'legacy' });
+  try {
+    return await client.callTool('echo', {}, { timeoutMs: 5_000 });
+  } finally {
+    await client.close();
+  }
+}
+
+describe('SSE as other servers write it', () => {
+  it('CRLF line ends, an event name and a keep-alive comment (sse-starlette, the Python SDK server): the answer arrives', async () => {
+    toolsCall = (res, id) => {
+      sse(res);
+      res.write(': ping - 2026-12-07 00:00:00\r\n\r\n');
+      res.write(`event: message\r\ndata: ${result(id, 'over CRLF')}\r\n\r\n`);
+      // The stream stays open, as a server's may: the answer must not wait for its end.
+    };
+    expect(await call()).toEqual({ content: [{ type: 'text', text: 'over CRLF' }] });
+  });
+
+  it('a CRLF split between two writes, and the data split over two lines of one event', async () => {
+    toolsCall = (res, id) => {
+      sse(res);
+      const text = result(id, 'split');
+      const half = text.indexOf(',') + 1; // where a line break is JSON whitespace (data lines join with LF)
+      void (async () => {
+        res.write(`data: ${text.slice(0, half)}\r`);
+        await sleep(20);
+        res.write(`\ndata: ${text.slice(half)}\r`);
+        await sleep(20);
+        res.write('\n\r');
+        await sleep(20);
+        res.write('\n');
+      })();
+    };
+    expect(await call()).toEqual({ content: [{ type: 'text', text: 'split' }] });
+  });
+
+  it('CR alone as the line end', async () => {
+    toolsCall = (res, id) => {
+      sse(res);
+      res.end(`data: ${result(id, 'CR')}\r\r`);
+    };
+    expect(await call()).toEqual({ content: [{ type: 'text', text: 'CR' }] });
+  });
+
+  it('events whose data is JSON but no message (a number, null, an array) are skipped, not a crash', async () => {
+    toolsCall = (res, id) => {
+      sse(res);
+      res.end(`data: 5\n\ndata: null\n\ndata: [1]\n\ndata: "text"\n\ndata: ${result(id, 'after the junk')}\n\n`);
+    };
+    expect(await call()).toEqual({ content: [{ type: 'text', text: 'after the junk' }] });
+  });
+});
+
+describe('maxResponseBytes: a server that does not stop', () => {
+  it('an SSE event that never ends fails the call with invalid_response, and the stream is closed', async () => {
+    let closed: Promise<void> = Promise.resolve();
+    toolsCall = (res) => {
+      sse(res);
+      closed = new Promise((resolve) => res.once('close', () => resolve()));
+      res.write('data: ');
+      const timer = setInterval(() => { if (!res.destroyed) res.write('x'.repeat(1024)); }, 1);
+      res.once('close', () => clearInterval(timer));
+    };
+    const error = await call({ maxResponseBytes: 64 * 1024 }).then(() => undefined, (e: unknown) => e);
+    expect(error).toBeInstanceOf(SluiceError);
+    expect(error).toMatchObject({ code: 'invalid_response', message: expect.stringContaining('maxResponseBytes') });
+    await closed;
+  });
+
+  it('a JSON body over the bound fails the same way; one under it is read', async () => {
+    toolsCall = (res, id) => {
+      res.writeHead(200, { 'content-type': 'application/json' }).end(result(id, 'y'.repeat(100_000)));
+    };
+    await expect(call({ maxResponseBytes: 50_000 })).rejects.toMatchObject({ code: 'invalid_response', message: expect.stringContaining('maxResponseBytes') });
+    expect(await call({ maxResponseBytes: 200_000 })).toMatchObject({ content: [{ text: 'y'.repeat(100_000) }] });
+  });
+
+  it('a bound that is not a positive integer is refused at construction', () => {
+    for (const bad of [0, -1, 1.5, Number.NaN, '10' as unknown as number]) {
+      expect(() => new HttpClientTransport({ url: 'http://127.0.0.1:1/mcp', maxResponseBytes: bad })).toThrow(expect.objectContaining({ code: 'invalid_option' }));
+    }
+  });
+});
+
+describe('SseReader', () => {
+  it('reads the same events whatever the line ends and however the text is cut', () => {
+    const stream = 'event: message\r\ndata: {"a":1}\r\n\r\n: comment\n\ndata\ndata: two\rdata:three\r\rdatax: not data\n\n';
+    const expected = ['{"a":1}', '\ntwo\nthree'];
+    for (let cut = 0; cut <= stream.length; cut++) {
+      const reader = new SseReader();
+      expect([...reader.push(stream.slice(0, cut)), ...reader.push(stream.slice(cut))], `cut at ${cut}`).toEqual(expected);
+      expect(reader.pending).toBe(0);
+    }
+  });
+});
