@@ -11,7 +11,16 @@ export interface StdioTransportOptions {
   cwd?: string;
   /** Where the server's stderr goes (default: ignored). */
   stderr?: 'inherit' | 'ignore';
+  /**
+   * The longest line (characters) the server may write. Past it the line is dropped up to its
+   * end, and every call waiting then fails with `invalid_response` (the line was one of their
+   * answers, or nothing), so a server that never ends a line cannot exhaust the client's memory.
+   * Default 64 MiB.
+   */
+  maxResponseBytes?: number;
 }
+
+const kDefaultMaxLine = 64 * 1024 * 1024;
 
 interface Waiting {
   resolve(message: JsonRpcMessage): void;
@@ -33,12 +42,18 @@ export class StdioClientTransport implements ClientTransport {
   readonly #child: ChildProcess;
   readonly #waiting = new Map<string, Waiting>();
   #buffer = '';
+  /** Past `maxResponseBytes`: the rest of the current line is dropped, up to its newline. */
+  #skipping = false;
+  readonly #maxLine: number;
   #closed = false;
   /** The server process has exited: a call made now would wait forever. */
   #gone = false;
   #exited: Promise<void>;
 
   constructor(options: StdioTransportOptions) {
+    const max = options.maxResponseBytes ?? kDefaultMaxLine;
+    if (!Number.isSafeInteger(max) || max < 1) throw new SluiceError('invalid_option', `maxResponseBytes must be a positive integer, got ${String(max)}`);
+    this.#maxLine = max;
     this.#child = spawn(options.command, [...(options.args ?? [])], {
       env: options.env ?? process.env,
       cwd: options.cwd,
@@ -90,19 +105,32 @@ export class StdioClientTransport implements ClientTransport {
   }
 
   #read(chunk: string): void {
+    if (this.#skipping) {
+      const end = chunk.indexOf('\n');
+      if (end === -1) return;
+      this.#skipping = false;
+      chunk = chunk.slice(end + 1);
+    }
     this.#buffer += chunk;
     let newline;
     while ((newline = this.#buffer.indexOf('\n')) !== -1) {
       const line = this.#buffer.slice(0, newline).trim();
       this.#buffer = this.#buffer.slice(newline + 1);
       if (line === '') continue;
-      let message: JsonRpcMessage;
+      let value: unknown;
       try {
-        message = JSON.parse(line) as JsonRpcMessage;
+        value = JSON.parse(line);
       } catch {
         continue; // not ours to interpret: a server writing garbage on stdout
       }
-      this.#route(message);
+      // JSON but no message (a tool's console.log(42) or console.log(null)): skipped as garbage is.
+      if (value === null || typeof value !== 'object' || Array.isArray(value)) continue;
+      this.#route(value as JsonRpcMessage);
+    }
+    if (this.#buffer.length > this.#maxLine) {
+      this.#buffer = '';
+      this.#skipping = true;
+      this.#failAll(new SluiceError('invalid_response', `the server wrote a line of more than ${this.#maxLine} characters (maxResponseBytes)`));
     }
   }
 

@@ -8,7 +8,7 @@ import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Client, HttpClientTransport } from '../../src/client/index.js';
+import { Client, HttpClientTransport, StdioClientTransport } from '../../src/client/index.js';
 import { SseReader } from '../../src/client/sse-reader.js';
 import { SluiceError } from '../../src/errors.js';
 
@@ -139,5 +139,52 @@ describe('SseReader', () => {
       expect([...reader.push(stream.slice(0, cut)), ...reader.push(stream.slice(cut))], `cut at ${cut}`).toEqual(expected);
       expect(reader.pending).toBe(0);
     }
+  });
+});
+
+/**
+ * A stdio server in a few lines: answers initialize, and each tools/call by what its name asks for:
+ * `noise` first prints what a tool's console.log would (a number, null, a string, an array), `flood`
+ * prints a line of 200 000 characters before its answer's line.
+ */
+const kStdioServer = `
+const rl = require('node:readline').createInterface({ input: process.stdin });
+const send = (m) => process.stdout.write(JSON.stringify(m) + '\\n');
+rl.on('line', (line) => {
+  const m = JSON.parse(line);
+  if (m.id === undefined) return;
+  if (m.method === 'initialize') return send({ jsonrpc: '2.0', id: m.id, result: { protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'odd-stdio', version: '1' } } });
+  const name = m.params.name;
+  if (name === 'noise') process.stdout.write('42\\nnull\\n"text"\\n[1]\\ntrue\\n');
+  if (name === 'flood') { for (let i = 0; i < 200; i++) process.stdout.write('x'.repeat(1000)); process.stdout.write('\\n'); return; }
+  send({ jsonrpc: '2.0', id: m.id, result: { content: [{ type: 'text', text: name }] } });
+});
+`;
+
+describe('stdio: what a server prints on stdout besides its messages', () => {
+  const stdioClient = (options: { maxResponseBytes?: number } = {}) =>
+    new Client(new StdioClientTransport({ command: process.execPath, args: ['-e', kStdioServer], ...options }), { era: 'legacy' });
+
+  it("JSON that is no message (a tool's console.log(42), console.log(null)) is skipped, not a crash", async () => {
+    const client = stdioClient();
+    try {
+      expect(await client.callTool('noise', {}, { timeoutMs: 5_000 })).toEqual({ content: [{ type: 'text', text: 'noise' }] });
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('a line over maxResponseBytes fails the calls waiting with invalid_response; the next call is answered', async () => {
+    const client = stdioClient({ maxResponseBytes: 50_000 });
+    try {
+      await expect(client.callTool('flood', {}, { timeoutMs: 5_000 })).rejects.toMatchObject({ code: 'invalid_response', message: expect.stringContaining('maxResponseBytes') });
+      expect(await client.callTool('after', {}, { timeoutMs: 5_000 })).toEqual({ content: [{ type: 'text', text: 'after' }] });
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('a bound that is not a positive integer is refused before the server is started', () => {
+    expect(() => new StdioClientTransport({ command: process.execPath, args: ['-e', ''], maxResponseBytes: 0 })).toThrow(expect.objectContaining({ code: 'invalid_option' }));
   });
 });
