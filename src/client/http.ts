@@ -6,7 +6,7 @@ import { headerValue, paramHeaderSpecs, paramHeaders } from './param-headers.js'
 import { bearerChallenge, scopeList } from './www-authenticate.js';
 import type { ParamHeaderSpecs } from './param-headers.js';
 import { SseReader } from './sse-reader.js';
-import { answerServerRequest } from './transport.js';
+import { answerServerRequest, parseMessage, responseBound } from './transport.js';
 import type { ClientTransport, JsonRpcMessage, SendOptions } from './transport.js';
 
 export interface HttpTransportOptions {
@@ -29,8 +29,6 @@ export interface HttpTransportOptions {
    */
   maxResponseBytes?: number;
 }
-
-const kDefaultMaxResponseBytes = 64 * 1024 * 1024;
 
 /** A bearer token, or a function giving the current one (called per request). */
 export type BearerToken = string | (() => string | Promise<string>);
@@ -171,9 +169,7 @@ export class HttpClientTransport implements ClientTransport {
 
   constructor(options: HttpTransportOptions) {
     this.#url = new URL(options.url);
-    const max = options.maxResponseBytes ?? kDefaultMaxResponseBytes;
-    if (!Number.isSafeInteger(max) || max < 1) throw new SluiceError('invalid_option', `maxResponseBytes must be a positive integer, got ${String(max)}`);
-    this.#maxResponseBytes = max;
+    this.#maxResponseBytes = responseBound(options.maxResponseBytes);
     this.#headers = options.headers ?? {};
     this.#bearer = options.bearer;
     if (this.#bearer !== undefined) {
@@ -308,15 +304,8 @@ export class HttpClientTransport implements ClientTransport {
       res.on('data', (chunk: string) => {
         if (done) return;
         for (const data of reader.push(chunk)) {
-          let value: unknown;
-          try {
-            value = JSON.parse(data);
-          } catch {
-            continue;
-          }
-          // Not a JSON-RPC message (a number, null, an array): skipped, as a line that is not JSON is.
-          if (value === null || typeof value !== 'object' || Array.isArray(value)) continue;
-          const parsed = value as JsonRpcMessage;
+          const parsed = parseMessage(data);
+          if (parsed === undefined) continue; // not a message (not JSON, or a number, null, an array)
           if ('id' in parsed && parsed.id === message.id && ('result' in parsed || 'error' in parsed)) {
             done = true;
             resolve(parsed);

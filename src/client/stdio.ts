@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { SluiceError } from '../errors.js';
-import { answerServerRequest } from './transport.js';
+import { answerServerRequest, parseMessage, responseBound } from './transport.js';
 import type { ClientTransport, JsonRpcMessage, SendOptions } from './transport.js';
 
 export interface StdioTransportOptions {
@@ -19,8 +19,6 @@ export interface StdioTransportOptions {
    */
   maxResponseBytes?: number;
 }
-
-const kDefaultMaxLine = 64 * 1024 * 1024;
 
 interface Waiting {
   resolve(message: JsonRpcMessage): void;
@@ -51,9 +49,7 @@ export class StdioClientTransport implements ClientTransport {
   #exited: Promise<void>;
 
   constructor(options: StdioTransportOptions) {
-    const max = options.maxResponseBytes ?? kDefaultMaxLine;
-    if (!Number.isSafeInteger(max) || max < 1) throw new SluiceError('invalid_option', `maxResponseBytes must be a positive integer, got ${String(max)}`);
-    this.#maxLine = max;
+    this.#maxLine = responseBound(options.maxResponseBytes);
     this.#child = spawn(options.command, [...(options.args ?? [])], {
       env: options.env ?? process.env,
       cwd: options.cwd,
@@ -117,15 +113,9 @@ export class StdioClientTransport implements ClientTransport {
       const line = this.#buffer.slice(0, newline).trim();
       this.#buffer = this.#buffer.slice(newline + 1);
       if (line === '') continue;
-      let value: unknown;
-      try {
-        value = JSON.parse(line);
-      } catch {
-        continue; // not ours to interpret: a server writing garbage on stdout
-      }
-      // JSON but no message (a tool's console.log(42) or console.log(null)): skipped as garbage is.
-      if (value === null || typeof value !== 'object' || Array.isArray(value)) continue;
-      this.#route(value as JsonRpcMessage);
+      const message = parseMessage(line);
+      // Not ours to interpret: a server writing garbage on stdout, or a tool's console.log(42).
+      if (message !== undefined) this.#route(message);
     }
     if (this.#buffer.length > this.#maxLine) {
       this.#buffer = '';

@@ -1,5 +1,31 @@
+import { SluiceError } from '../errors.js';
+
 /** A JSON-RPC message as the client sends and receives it. */
 export type JsonRpcMessage = Record<string, unknown> & { jsonrpc: '2.0' };
+
+/**
+ * Parses one message a server sent (an SSE event's data, a stdio line); undefined when the text
+ * is not a JSON object (not JSON, or a number, null, an array: a server's stray output).
+ */
+export function parseMessage(text: string): JsonRpcMessage | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as JsonRpcMessage) : undefined;
+}
+
+/** The most a server may send for one answer unless the transport is told otherwise (`maxResponseBytes`). */
+const kDefaultMaxResponseBytes = 64 * 1024 * 1024;
+
+/** A transport's `maxResponseBytes` option, checked: a positive integer, 64 MiB when not given. */
+export function responseBound(value: number | undefined): number {
+  const max = value ?? kDefaultMaxResponseBytes;
+  if (!Number.isSafeInteger(max) || max < 1) throw new SluiceError('invalid_option', `maxResponseBytes must be a positive integer, got ${String(max)}`);
+  return max;
+}
 
 /** What a transport tells the client about one request as it goes. */
 export interface SendOptions {

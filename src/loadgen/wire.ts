@@ -4,6 +4,7 @@
  * the outcome kinds the summary counts.
  */
 import { headerValue } from '../client/param-headers.js';
+import { parseMessage as parseClientMessage } from '../client/transport.js';
 import { kMetaClientCapabilities, kMetaClientInfo, kMetaProtocolVersion, kModernVersion } from '../protocol/wire.js';
 import type { BenchMethod, Negotiated } from './options.js';
 
@@ -91,15 +92,9 @@ function toolText(result: Record<string, unknown>): string {
   return typeof first?.text === 'string' ? first.text.slice(0, 200) : 'the tool answered isError';
 }
 
-/** Parses a JSON-RPC message; undefined when the text is not a JSON object. */
+/** Parses a JSON-RPC message; undefined when the text is not a JSON object (the client's parser). */
 export function parseMessage(text: string): Message | undefined {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Message) : undefined;
+  return parseClientMessage(text) as Message | undefined;
 }
 
 /** Is this message the answer (result or error) to request `id`? */
