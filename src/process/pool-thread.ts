@@ -12,6 +12,7 @@ import type { PoolOutcome, PoolTask, PoolThreadData, PoolThreadLoad, PoolThreadM
 import { ProtocolError } from '../errors.js';
 import type { ProtocolErrorWire } from '../errors.js';
 import { importTracingModule } from '../telemetry/tracing/otel.js';
+import { routeConsoleToStderr } from './console-to-stderr.js';
 import { refuseProcessExit } from './thread-entry.js';
 import { ToolSpans } from '../telemetry/tracing/tool-spans.js';
 
@@ -39,6 +40,8 @@ export async function startPoolThread(data: PoolThreadData): Promise<void> {
   // A pool tool's process.exit() would end this thread mid-task (piscina then fails the task with
   // a bare "worker exited" and starts a replacement): it throws instead.
   refuseProcessExit('a pool thread');
+  // A stdio server's stdout is the protocol; a worker's stdout is relayed there by Node.
+  if (data.consoleToStderr === true) routeConsoleToStderr();
   // The serving thread imported the tools module before it started this pool, and checked its
   // schemas: this thread compiles only what results need (see trustSchemasCheckedElsewhere).
   trustSchemasCheckedElsewhere();

@@ -10,6 +10,7 @@ import { CloseList } from '../server/close-list.js';
 import { loadCatalog, resolveConfig } from '../server/config.js';
 import { NodeServices } from '../server/node-services.js';
 import type { ServerLogSink, ServerOptions } from '../server/options.js';
+import { routeConsoleToStderr } from './console-to-stderr.js';
 import { threadEntry } from './thread-entry.js';
 
 /** The options stdio uses (no host, port, workers, sessions, HTTP limits: none applies to it). */
@@ -19,7 +20,11 @@ export type StdioServerBaseOptions = Pick<ServerOptions,
 export interface StdioServerOptions extends StdioServerBaseOptions {
   /** Default process.stdin. */
   input?: Readable;
-  /** Default process.stdout. */
+  /**
+   * Default process.stdout. When it is process.stdout, `console` writes to stderr while the server
+   * runs, in this thread and in the pool threads (a tool's console.log would otherwise be a line
+   * that is not JSON-RPC among the messages, and strict clients close the transport on it).
+   */
   output?: Writable;
   /** Where log lines at `logLevel` or above go (default stderr: stdout carries the protocol). */
   log?: ServerLogSink;
@@ -36,6 +41,17 @@ export interface StdioServerOptions extends StdioServerBaseOptions {
 
 /** Serves the tools over stdio (newline-delimited JSON-RPC) until the input ends or `signal` aborts. */
 export async function serveStdioServer(options: StdioServerOptions): Promise<void> {
+  const output = options.output ?? process.stdout;
+  // Before the tools module is imported: its top level may log too.
+  const restoreConsole = output === process.stdout ? routeConsoleToStderr() : undefined;
+  try {
+    await serve(options, output, restoreConsole !== undefined);
+  } finally {
+    restoreConsole?.();
+  }
+}
+
+async function serve(options: StdioServerOptions, output: Writable, consoleToStderr: boolean): Promise<void> {
   const config = resolveConfig(options, options.log);
   const catalog = await loadCatalog(config);
   const closer = new CloseList(config.log);
@@ -48,7 +64,7 @@ export async function serveStdioServer(options: StdioServerOptions): Promise<voi
     await services.start(closer);
     // Imported here, not at the top: every thread whose tools module imports 'sluice' loads this file.
     const { startStdioStack } = await import('../server/stdio-stack.js');
-    const { served } = await startStdioStack({ config, services, catalog, poolEntry: threadEntry('pool-worker'), input: options.input ?? process.stdin, output: options.output ?? process.stdout }, closer);
+    const { served } = await startStdioStack({ config, services, catalog, poolEntry: threadEntry('pool-worker'), consoleToStderr, input: options.input ?? process.stdin, output }, closer);
     // Only now: the stack waited for the pool threads, and a server that cannot start says only why.
     options.onServing?.(catalogNames(catalog));
     if (signal?.aborted === true) onAbort();

@@ -33,9 +33,9 @@ export interface EngineInput {
   /**
    * Where pool threads come from: the tools module they load and their compiled entry (named by
    * the process layer, which knows where the build is). Absent in-process, where the config
-   * refuses `pool: true` tools.
+   * refuses `pool: true` tools. `consoleToStderr`: the pool threads' console writes to stderr.
    */
-  readonly pool?: { readonly module: string; readonly entry: URL } | undefined;
+  readonly pool?: { readonly module: string; readonly entry: URL; readonly consoleToStderr?: boolean } | undefined;
   readonly log: ServerLogSink;
   /** Relays a client's response to the thread that asked (HTTP workers: through the supervisor). */
   readonly forwardResponse?: ((threadId: number, response: string, scope: string, node?: string) => void) | undefined;
@@ -73,7 +73,7 @@ export function createEngine(input: EngineInput): ServingEngine {
   const counters = new ServerCounters(shared.counters);
   const pool = input.pool !== undefined && input.catalog.tools.some((t) => t.pool === true)
     ? new ToolPool({
-      entry: input.pool.entry, toolsModule: input.pool.module, registry, registryDescriptor: shared.registry, threads: options.poolThreads, tracing: options.tracing,
+      entry: input.pool.entry, toolsModule: input.pool.module, registry, registryDescriptor: shared.registry, threads: options.poolThreads, tracing: options.tracing, consoleToStderr: input.pool.consoleToStderr,
       onThread: input.onPoolThread, onQueueWait: (tool, seconds) => counters.histograms.observePoolWait(tool, seconds),
       judgeLoad: poolLoadJudge(input.pool.module, input.catalog), onThreadProblem: (problem) => input.log('error', `sluice: a replacement pool thread: ${problem}`),
     })

@@ -20,6 +20,8 @@ export interface StdioStackInput {
   readonly catalog: Catalog;
   /** The compiled pool thread entry, for a tools module with `pool: true` tools. */
   readonly poolEntry: URL;
+  /** The pool threads' console writes to stderr (stdout carries the protocol). */
+  readonly consoleToStderr: boolean;
   readonly input: Readable;
   readonly output: Writable;
 }
@@ -33,7 +35,7 @@ export async function startStdioStack(input: StdioStackInput, closer: CloseList)
   const { config, services, catalog } = input;
   const { options, log, tools } = config;
   await importTracingModule(options.tracing); // before the engine: it checks for a tracer provider once
-  const pool = tools.module === undefined ? undefined : { module: tools.module, entry: input.poolEntry };
+  const pool = tools.module === undefined ? undefined : { module: tools.module, entry: input.poolEntry, consoleToStderr: input.consoleToStderr };
   const serving = createEngine({ shared: services.tables.shared, options, catalog, pool, log, tasks: services.localTasks(), transport: 'pipe' });
   const { engine } = serving;
   if (serving.pool !== undefined) closer.add('the tool pool', () => serving.pool!.close());

@@ -44,6 +44,8 @@ export interface PoolThreadData {
   registry: RegistryDescriptor;
   /** The `tracing` module, imported in the pool thread before the tools module; undefined: none. */
   tracing?: string | undefined;
+  /** Its console writes to stderr: the owner's stdout carries the protocol (a stdio server). */
+  consoleToStderr?: boolean | undefined;
 }
 
 /** What a pool thread's tools module defines there (names by kind, as `catalogNames` lists them), or why it did not load. */
@@ -76,6 +78,8 @@ export interface ToolPoolOptions {
   registryDescriptor: RegistryDescriptor;
   /** The `tracing` option's module: pool threads import it too (tracer providers are per thread). */
   tracing?: string | undefined;
+  /** The pool threads' console writes to stderr (set by a stdio server, whose stdout is the protocol). */
+  consoleToStderr?: boolean | undefined;
   /** Told how long each call waited for a pool thread (the pool queue wait histogram). */
   onQueueWait?: ((tool: string, seconds: number) => void) | undefined;
   /** Pool threads (default 1). */
@@ -133,7 +137,7 @@ export class ToolPool {
     this.#onQueueWait = options.onQueueWait;
     this.#judgeLoad = options.judgeLoad;
     this.#onThreadProblem = options.onThreadProblem;
-    const data: PoolThreadData = { toolsModule: options.toolsModule, registry: options.registryDescriptor, tracing: options.tracing };
+    const data: PoolThreadData = { toolsModule: options.toolsModule, registry: options.registryDescriptor, tracing: options.tracing, consoleToStderr: options.consoleToStderr };
     this.#piscina = new Piscina({
       filename: options.entry.href,
       minThreads: threads,

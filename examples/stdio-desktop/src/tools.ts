@@ -1,6 +1,6 @@
 import { defineTool } from 'sluice';
 
-// A stdio server talks MCP on stdout: log with console.error (stderr), never console.log.
+// A stdio server talks MCP on stdout: sluice sends console output, console.log included, to stderr.
 
 const toMetres: Record<string, number> = { m: 1, km: 1000, mi: 1609.344, ft: 0.3048, in: 0.0254 };
 
