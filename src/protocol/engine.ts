@@ -20,7 +20,8 @@ import { RequestStateSealer } from './request-state.js';
 import { refusalBody } from './refusals.js';
 import { AsyncRuns } from './async-runs.js';
 import { Run } from './run.js';
-import type { Method, RunHost } from './run.js';
+import type { Method } from './run.js';
+import type { RunHost } from './run-host.js';
 import type { JsonRpcId, ProtocolError } from './wire.js';
 
 export type { ClientResponse, EngineConfig, Era, NotifyKind, Reply, RequestInfo, Running } from './contract.js';
@@ -35,7 +36,7 @@ export class Engine {
   readonly config: EngineConfig;
   readonly #legacy: LegacyEra;
   readonly #modern: ModernEra;
-  readonly #host: RunHost;
+  readonly #host: RunHost<Run>;
   /** Runs whose handler went async and has not settled (shutdown cancels them). Sync runs never enter. */
   readonly #running = new AsyncRuns<Run>();
   readonly #listeners: Listeners;

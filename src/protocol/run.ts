@@ -1,64 +1,33 @@
 import { performance } from 'node:perf_hooks';
 import { CancelledError } from '../errors.js';
-import type { Registry, TrackHandle } from '../registry/index.js';
+import type { TrackHandle } from '../registry/index.js';
 import { requestKilledChannel, requestStopChannel } from '../telemetry/channels.js';
 import { Counter } from '../telemetry/counters.js';
-import type { ServerCounters, TargetSlots } from '../telemetry/counters.js';
+import type { TargetSlots } from '../telemetry/counters.js';
 import type { RequestContext, RequestSpan, ServerTracer } from '../telemetry/tracing/server.js';
 import type { CarriedTrace } from '../telemetry/tracing/otel.js';
 import type { TaskDialect } from '../tasks/task.js';
-import type { AsyncRuns } from './async-runs.js';
-import { ToolContext, kLogLevels } from '../tools/context.js';
+import { ToolContext, isInputRequired, kLogLevels } from '../tools/context.js';
 import { requestLogLine } from './request-log.js';
-import type { ClientRequester, ContextHost, ListKind, LogSink, ProgressSink, RequestInput } from '../tools/context.js';
+import type { ClientRequester, ContextHost, InputRequired, ListKind, LogSink, ProgressSink, RequestInput } from '../tools/context.js';
 import type { PoolOutcome, ToolPool } from '../tools/pool.js';
 import type { Reply, RequestInfo, Running } from './contract.js';
 import type { EraRules } from './eras/rules.js';
+import { askForInput } from './legacy-input.js';
+import { PendingResult } from './pending-result.js';
 import { refusalBody } from './refusals.js';
+import type { RunHost } from './run-host.js';
 import { ErrorCode, ProtocolError, errorBody, notificationBody, resultBody } from './wire.js';
 import type { JsonRpcId } from './wire.js';
 
 /** A method's handler: a result, a promise of one, a `PendingResult`, or a throw (ProtocolError: a JSON-RPC error). */
 export type Handler = (run: Run, params: Record<string, unknown> | undefined) => unknown;
 
-/**
- * A result still to come together with the step that turns the awaited value into it (a tool's
- * output into its result): the run chains one `then` for both, where returning
- * `promise.then(step)` would cost a promise, a microtask and two closures more per async request.
- */
-export abstract class PendingResult {
-  constructor(readonly promise: Promise<unknown>) {}
-  /** The result for the awaited value; may throw, or return a promise of it, as a handler may. */
-  abstract resolved(value: unknown): unknown;
-  /** The result for a rejection; may throw, or return a promise of it, as a handler may. */
-  abstract rejected(error: unknown): unknown;
-}
-
 /** One entry of an era's method table. */
 export interface Method {
   readonly handler: Handler;
   /** The params field naming what the request is about (tool, prompt, resource URI): the run's `target`. */
   readonly names?: 'name' | 'uri' | undefined;
-}
-
-/** What a run needs of the engine, and nothing more. */
-export interface RunHost {
-  readonly registry: Registry;
-  readonly counters: ServerCounters;
-  readonly streamCancelTimeoutMs: number;
-  /** Server spans, when an OpenTelemetry SDK is registered in this thread (else undefined: no span). */
-  readonly tracer: ServerTracer | undefined;
-  /** Where the per-request debug line goes (request-log.ts); undefined unless logLevel is 'debug'. */
-  readonly requestLog: ((line: string) => void) | undefined;
-  /** Runs whose handler went async and has not settled (shutdown cancels them). */
-  readonly running: AsyncRuns<Run>;
-  /** A tool announced a list change. */
-  readonly listChanged: (kind: ListKind) => void;
-  logFailure(method: string, target: string, error: unknown): void;
-  /** Sends the client a request on `run`'s stream and waits for the answer (see `awaitAnswer`). */
-  requestClient(run: Run, method: string, params: Record<string, unknown>): Promise<unknown>;
-  /** Rejects a request sent to the client that will never be answered now. */
-  abandonClientRequest(id: string, error: Error): void;
 }
 
 /**
@@ -83,7 +52,7 @@ export class Run implements Running, ContextHost {
   readonly era: EraRules;
   /** What the request names (tool, prompt, resource URI), or ''. */
   readonly target: string;
-  readonly #host: RunHost;
+  readonly #host: RunHost<Run>;
   readonly #reply: Reply;
   readonly #handle: TrackHandle;
   /** When it started: the duration histogram and requestStopChannel (`performance` imported: the global is a getter on Node 22/24). */
@@ -104,8 +73,12 @@ export class Run implements Running, ContextHost {
   #inFlight: TargetSlots | undefined; // its in-flight gauge (see `enterInFlight`)
   #entered = false;
   #cancelNoted = false; // the span has its cancel event (or the disconnect that stands for it)
+  #handler: Handler | undefined;
+  #params: Record<string, unknown> | undefined;
+  /** Legacy era: the client's answers to the handler's last input round, and which round (legacy-input.ts). */
+  #answered: { readonly input: RequestInput; readonly round: number } | undefined;
 
-  constructor(host: RunHost, era: EraRules, id: JsonRpcId, method: string, target: string, info: RequestInfo, reply: Reply, handle: TrackHandle) {
+  constructor(host: RunHost<Run>, era: EraRules, id: JsonRpcId, method: string, target: string, info: RequestInfo, reply: Reply, handle: TrackHandle) {
     this.#host = host;
     this.era = era;
     this.id = id;
@@ -129,7 +102,10 @@ export class Run implements Running, ContextHost {
     this.#span = tracer.spanOf(this.#spanContext);
   }
 
+  /** Runs the handler (again, with the client's answers, after a legacy input round: `#askClient`). */
   start(handler: Handler, params: Record<string, unknown> | undefined): void {
+    this.#handler = handler;
+    this.#params = params;
     let out: unknown;
     try {
       // With a span, the handler runs inside it: spans the tool makes are its children.
@@ -243,7 +219,7 @@ export class Run implements Running, ContextHost {
 
   /** What the request carried for a multi-round exchange (the era decides what that is). */
   input(params: Record<string, unknown> | undefined): RequestInput {
-    return this.era.input(this, params);
+    return this.#answered?.input ?? this.era.input(this, params);
   }
 
   /** Progress for this request, if the client gave a token and can receive notifications. */
@@ -299,6 +275,7 @@ export class Run implements Running, ContextHost {
 
   #succeed(result: Record<string, unknown>): void {
     if (!this.#ended) {
+      if (this.era.clientRequests && isInputRequired(result)) return this.#askClient(result);
       let body: string;
       try {
         body = resultBody(this.id, this.era.encode(result, this.method, this.target));
@@ -312,6 +289,17 @@ export class Run implements Running, ContextHost {
       else this.#reply.respond(body, 200);
     }
     this.#release(this.#handle.cancelled ? 'cancelled' : 'ok');
+  }
+
+  /** Legacy era: the handler asked for input as for 2026-07-28; the client is asked now, then it runs again. */
+  #askClient(required: InputRequired): void {
+    const round = (this.#answered?.round ?? 0) + 1;
+    this.#host.running.add(this); // it waits on the client: armed at the end of this turn, as an async handler is
+    this.enterInFlight();
+    askForInput(required, this.requester(), this.info.clientCapabilities, round).then((input) => {
+      this.#answered = { input, round };
+      this.start(this.#handler!, this.#params);
+    }, (error: unknown) => this.fail(error));
   }
 
   /** The tool saw its cancel (its flag read, or its signal's abort delivered): an event on the span. */

@@ -169,7 +169,7 @@ export class ToolContext {
     return this.#auth;
   }
 
-  /** The client's declared capabilities (2026-07-28: from the request's _meta; legacy: undefined). */
+  /** The client's declared capabilities (2026-07-28: from the request's _meta; legacy: at initialize, undefined without a session). */
   get clientCapabilities(): Record<string, unknown> | undefined {
     return this.#input?.clientCapabilities;
   }
@@ -186,8 +186,9 @@ export class ToolContext {
 
   /**
    * Returns (for the handler to return) an input-required result: the client answers `inputRequests`
-   * and retries with the answers and `state`. Only tools/call, prompts/get and resources/read, only
-   * in the 2026-07-28 era.
+   * and retries with the answers and `state`. Only tools/call, prompts/get and resources/read. In the
+   * legacy era Sluice asks the client mid-call itself and runs the handler again with the answers
+   * (protocol/legacy-input.ts), so a handler written this way serves both eras.
    */
   inputRequired(inputRequests: InputRequired['inputRequests'], state?: unknown): InputRequired {
     return { kind: 'sluice/input-required', inputRequests, state };
@@ -197,7 +198,7 @@ export class ToolContext {
    * Asks the client something mid-request (legacy era: sampling/createMessage, elicitation/create,
    * roots/list) over this request's SSE stream, and resolves with the client's result. Rejects when
    * the client did not declare the capability, answers with an error, or the request ends first.
-   * In the 2026-07-28 era, return `inputRequired(...)` instead.
+   * In the 2026-07-28 era, return `inputRequired(...)` instead (which works in both eras).
    */
   request(method: string, params: Record<string, unknown> = {}): Promise<unknown> {
     const requester = this.#requester ??= this.#host?.requester();
