@@ -45,4 +45,23 @@ describe('stdio transport', () => {
     expect(s.lines.find((l) => l.id === 10)).toMatchObject({ result: { content: [{ text: 'still here' }] } });
     expect(s.lines.find((l) => l.id === 11)).toMatchObject({ result: { structuredContent: { finished: true } } });
   });
+
+  it('a last line without its newline is served when the input ends (printf … | sluice serve --stdio); a broken one is refused', async () => {
+    const s = stdio();
+    s.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'echo', arguments: { text: 'first' } } });
+    s.input.write(JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'echo', arguments: { text: 'no newline' } } }).slice(0, 20));
+    s.input.end(JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'echo', arguments: { text: 'no newline' } } }).slice(20));
+    await s.done;
+    expect(s.lines.find((l) => l.id === 2)).toMatchObject({ result: { content: [{ type: 'text', text: 'no newline' }] } });
+
+    const broken = stdio();
+    broken.input.end('{"jsonrpc":"2.0","id":3,"meth');
+    await broken.done;
+    expect(broken.lines).toEqual([{ jsonrpc: '2.0', id: null, error: expect.objectContaining({ code: -32700 }) }]);
+
+    const tooLong = stdio(64);
+    tooLong.input.end(`{"jsonrpc":"2.0","id":4,"method":"ping","params":{"pad":"${'x'.repeat(100)}"}}`);
+    await tooLong.done;
+    expect(tooLong.lines).toEqual([{ jsonrpc: '2.0', id: null, error: expect.objectContaining({ code: -32700 }) }]); // refused once, as any over-long line
+  });
 });

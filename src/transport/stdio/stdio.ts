@@ -62,7 +62,12 @@ export function serveStdio(engine: Engine, options: StdioOptions): Promise<void>
     input.on('data', (chunk: Buffer) => lines.push(chunk));
     // The input's end is the client's end: open listen streams finish, then the server does.
     const inputEnded = () => connection.inputEnded();
-    input.once('end', inputEnded);
+    // At a clean end, a last line without its newline (`printf '{…}' | sluice serve --stdio`) is
+    // served, not dropped; a stream torn down mid-line ('close' alone) leaves it unread.
+    input.once('end', () => {
+      lines.end();
+      inputEnded();
+    });
     input.once('close', inputEnded);
   });
 }
@@ -140,7 +145,8 @@ class StdioConnection {
 
 /**
  * Splits a byte stream into lines of at most `maxLineBytes`. A longer line is refused once
- * (`tooLong`) and the rest of it dropped unread, then the next line is read as usual.
+ * (`tooLong`) and the rest of it dropped unread, then the next line is read as usual. `end` hands
+ * over a last line that had no newline.
  */
 class LineSplitter {
   readonly #max: number;
@@ -187,6 +193,14 @@ class LineSplitter {
         this.#pending.push(Buffer.from(rest));
       }
     }
+  }
+
+  /** The input ended: what is pending is its last line, newline or not. */
+  end(): void {
+    if (this.#pendingSize === 0 || this.#discarding) return;
+    const line = Buffer.concat(this.#pending);
+    this.#clear();
+    this.#line(line);
   }
 
   #clear(): void {
