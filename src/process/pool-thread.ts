@@ -90,7 +90,7 @@ async function runTool(data: PoolThreadData, task: PoolTask): Promise<PoolOutcom
   const tool = (await loadTools(data)).tools.get(task.name);
   if (tool === undefined) throw new Error(`the pool's tools module has no tool named ${task.name}`);
   const port = task.progress;
-  const ctx = new ToolContext(registry.adopt(task.ref), { progress: port === undefined ? undefined : (p, t, m) => port.postMessage([p, t, m]), auth: task.auth });
+  const ctx = new ToolContext(registry.adopt(task.ref), { progress: port === undefined ? undefined : (p, t, m) => port.postMessage([p, t, m]), auth: task.auth, input: task.input });
   try {
     // Checked by the HTTP worker already; again here, with this thread's copy of the tool, so the
     // handler gets the schema's parsed value (a Standard Schema may transform) made in its own thread.

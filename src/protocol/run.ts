@@ -73,6 +73,7 @@ export class Run implements Running, ContextHost {
   #inFlight: TargetSlots | undefined; // its in-flight gauge (see `enterInFlight`)
   #entered = false;
   #cancelNoted = false; // the span has its cancel event (or the disconnect that stands for it)
+  /** The handler and its params, run again after a legacy input round (`#askClient`). */
   #handler: Handler | undefined;
   #params: Record<string, unknown> | undefined;
   /** Legacy era: the client's answers to the handler's last input round, and which round (legacy-input.ts). */
@@ -256,9 +257,9 @@ export class Run implements Running, ContextHost {
   }
 
   /** Runs a `pool: true` tool on this request's row; a kill terminates its thread. */
-  runInPool(pool: ToolPool, name: string, args: Record<string, unknown>, sink: ProgressSink | undefined): Promise<PoolOutcome> {
+  runInPool(pool: ToolPool, name: string, args: Record<string, unknown>, sink: ProgressSink | undefined, input: RequestInput): Promise<PoolOutcome> {
     this.#poolAbort = new AbortController();
-    return pool.run(name, args, this.#handle, sink, this.#poolAbort.signal, this.info.auth);
+    return pool.run(name, args, this.#handle, sink, this.#poolAbort.signal, this.info.auth, input);
   }
 
   /** The kill timer fired: the pool task was terminated, not failed. */

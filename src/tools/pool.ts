@@ -3,7 +3,7 @@ import { MessageChannel } from 'node:worker_threads';
 import type { Worker } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import type { Registry, RegistryDescriptor, TrackHandle } from '../registry/index.js';
-import type { ProgressSink } from './context.js';
+import type { ProgressSink, RequestInput } from './context.js';
 import type { CallToolResult } from './define.js';
 import type { ProtocolErrorWire } from '../errors.js';
 import { ProtocolError, SluiceError } from '../errors.js';
@@ -36,6 +36,8 @@ export interface PoolTask {
   trace?: CarriedTrace | undefined;
   /** When `run` queued it (epoch ms, high resolution: comparable across threads). */
   queuedAt: number;
+  /** What the request carried for a multi-round exchange (`ctx.inputResponses`, `requestState`, `clientCapabilities`), plain data. */
+  input?: RequestInput | undefined;
 }
 
 /** What a pool thread gets as its workerData. */
@@ -213,16 +215,19 @@ export class ToolPool {
     if (waiting !== undefined) for (const done of waiting) done();
   }
 
-  async run(name: string, args: Record<string, unknown>, handle: TrackHandle, sink: ProgressSink | undefined, signal: AbortSignal, auth?: AuthInfo): Promise<PoolOutcome> {
+  async run(name: string, args: Record<string, unknown>, handle: TrackHandle, sink: ProgressSink | undefined, signal: AbortSignal, auth?: AuthInfo, input?: RequestInput): Promise<PoolOutcome> {
     // The arguments cross to a pool thread: refused here (JSON-RPC invalid params) if that thread could not read them.
     const problem = valueProblem(args, kMaxValueDepth);
     if (problem !== undefined) throw new ProtocolError(-32602, `arguments are ${problem.message}`);
+    // So do the client's answers and capabilities (the state is the server's own, sealed).
+    const inputProblem = input === undefined ? undefined : valueProblem(input.inputResponses, kMaxValueDepth) ?? valueProblem(input.clientCapabilities, kMaxValueDepth);
+    if (inputProblem !== undefined) throw new ProtocolError(-32602, `inputResponses or client capabilities are ${inputProblem.message}`);
     let channel: MessageChannel | undefined;
     if (sink !== undefined) {
       channel = new MessageChannel();
       channel.port1.on('message', (m: [number, number | undefined, string | undefined]) => sink(m[0], m[1], m[2]));
     }
-    const task: PoolTask = { name, args, ref: handle.ref, progress: channel?.port2, auth, trace: activeTrace(), queuedAt: epochNow() };
+    const task: PoolTask = { name, args, ref: handle.ref, progress: channel?.port2, auth, trace: activeTrace(), queuedAt: epochNow(), input };
     try {
       const outcome = (await this.#piscina.run(task, { signal, transferList: channel === undefined ? [] : [channel.port2] })) as PoolOutcome;
       if (outcome.waitedMs !== undefined) this.#onQueueWait?.(name, outcome.waitedMs / 1000);

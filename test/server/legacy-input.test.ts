@@ -9,7 +9,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CreateMessageRequestSchema, ElicitRequestSchema, ListRootsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { cleanupAfterEach } from '../helpers/cleanup.js';
-import { kAccept, recordPath, recorded, startServer, until } from '../helpers/server.js';
+import { kAccept, modernMeta, recordPath, recorded, startServer, until } from '../helpers/server.js';
 import type { TestServer } from '../helpers/server.js';
 
 const kTools = new URL('../fixtures/ask-tools.mjs', import.meta.url);
@@ -73,6 +73,14 @@ describe('legacy era: a handler that returns inputRequired is answered mid-call'
     const result = await c.callTool({ name: 'ask_all', arguments: {} }, undefined, kCallTimeout).catch((e: unknown) => { throw new Error(`${String(e)}\n${s.logs.join('\n')}`); });
     expect(result).toMatchObject({ content: [{ type: 'text', text: 'Ada 1: roses are red' }], structuredContent: { state: { round: 2, name: 'Ada 1', roots: 1 }, keys: ['poem'] } });
     expect(asked.map((a) => a.method)).toEqual(['elicitation/create', 'roots/list', 'sampling/createMessage']);
+  });
+
+  it('a pool tool asks the same way: the answers, the state and the capabilities reach its thread', async () => {
+    const s = await server();
+    const { c, asked } = await client(new StreamableHTTPClientTransport(new URL(s.address.url)), everything);
+    const result = await c.callTool({ name: 'ask_in_pool', arguments: {} }, undefined, kCallTimeout);
+    expect(result).toMatchObject({ content: [{ type: 'text', text: 'pool: hello Ada 1' }], structuredContent: { state: { round: 1 }, elicitation: true } });
+    expect(asked).toHaveLength(1);
   });
 
   it('a prompt asks the same way', async () => {
@@ -163,5 +171,18 @@ describe('the same tool in 2026-07-28 (SDK v2 drives the rounds itself)', () => 
     const result = await c.callTool({ name: 'ask_all', arguments: {} });
     expect(result).toMatchObject({ content: [{ type: 'text', text: 'Ada 1: roses are red' }], structuredContent: { state: { round: 2, name: 'Ada 1', roots: 1 }, keys: ['poem'] } });
     expect([...asked].sort()).toEqual(['elicitation/create', 'roots/list', 'sampling/createMessage']);
+    // A pool tool sees the retry's answers, state and capabilities in its own thread.
+    const pooled = await c.callTool({ name: 'ask_in_pool', arguments: {} });
+    expect(pooled).toMatchObject({ content: [{ type: 'text', text: 'pool: hello Ada 1' }], structuredContent: { state: { round: 1 }, elicitation: true } });
+  });
+
+  it('answers too deep to cross to a pool thread are refused (-32602), and the server serves on', async () => {
+    const s = await server();
+    let deep: unknown = 'x';
+    for (let i = 0; i < 200; i++) deep = { deeper: deep };
+    const headers = { 'content-type': 'application/json', accept: kAccept, 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'ask_in_pool' };
+    const call = (inputResponses: unknown) => fetch(s.address.url, { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'ask_in_pool', arguments: {}, inputResponses, _meta: modernMeta() } }) }).then((r) => r.json() as Promise<Record<string, any>>);
+    expect(await call({ name: deep })).toMatchObject({ error: { code: -32602, message: expect.stringContaining('inputResponses') } });
+    expect(await call({ name: { action: 'accept', content: { name: 'Bo' } } })).toMatchObject({ result: { content: [{ type: 'text', text: 'pool: hello Bo' }] } });
   });
 });

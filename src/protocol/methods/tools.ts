@@ -77,7 +77,7 @@ class ToolMethods {
       if (pool === undefined) throw new ProtocolError(ErrorCode.InternalError, `tool ${name} runs in the pool, but the server has no pool`);
       // The raw arguments: the pool thread checks them again with its own copy of the tool, so a
       // Standard Schema's parsed value (which need not survive structured cloning) is made there.
-      return run.runInPool(pool, tool.name, args as Record<string, unknown>, sink).then(poolResult, (error: unknown) => {
+      return run.runInPool(pool, tool.name, args as Record<string, unknown>, sink, input).then(poolResult, (error: unknown) => {
         if (run.killed) throw new CancelledError('killed');
         return toolError(error);
       });
