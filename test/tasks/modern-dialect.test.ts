@@ -113,6 +113,18 @@ describe('2026-07-28 tasks extension', () => {
     expect(await settle(url, taskId)).toMatchObject({ status: 'completed', result: { content: [{ type: 'text', text: 'color teal after round 1' }] } });
   });
 
+  it('a pool tool\'s input-required round inside a task: every round runs in the pool, with the answers and state', async () => {
+    const taskId = String((await call(url, 'tools/call', { name: 'later_ask_pool', arguments: {} })).result!.taskId);
+    let task: Record<string, unknown> = {};
+    for (let i = 0; i < 50 && task.status !== 'input_required'; i++) {
+      task = (await call(url, 'tasks/get', { taskId })).result!;
+      if (task.status !== 'input_required') await new Promise((r) => setTimeout(r, 50));
+    }
+    const [key] = Object.keys(task.inputRequests as object);
+    await call(url, 'tasks/update', { taskId, inputResponses: { [key]: { action: 'accept', content: { c: 'teal' } } } });
+    expect(await settle(url, taskId)).toMatchObject({ status: 'completed', result: { content: [{ type: 'text', text: 'color teal after round 1, asked from the pool, answered in the pool' }] } });
+  });
+
   it('tasks/cancel acks, the tool sees it, the task ends cancelled, and a cancel on a terminal task acks too', async () => {
     const record = recordPath();
     const taskId = String((await call(url, 'tools/call', { name: 'sleepy', arguments: { ms: 30_000, record } })).result!.taskId);

@@ -137,7 +137,7 @@ export class TaskRun {
       const pool = this.#host.pool;
       if (pool === undefined) throw new ProtocolError(ErrorCode.InternalError, `tool ${tool.name} runs in the pool, but the server has no pool`);
       this.#poolAbort = new AbortController();
-      return pool.run(tool.name, args, this.#handle, this.#progressSink(), this.#poolAbort.signal, this.#auth).then(poolOutput);
+      return pool.run(tool.name, args, this.#handle, this.#progressSink(), this.#poolAbort.signal, this.#auth, input).then(poolOutput);
     }
     const ctx = new ToolContext(this.#handle, {
       progress: this.#progressSink(), input, requester: this.#requester(), listChanged: this.#host.listChanged, auth: this.#auth,
@@ -271,13 +271,8 @@ export class TaskRun {
     this.#round = undefined;
     let output: ToolOutput | Promise<ToolOutput>;
     try {
-      output = this.tool.handler(this.#lastArgs ?? {}, new ToolContext(this.#handle, {
-        progress: this.#progressSink(),
-        input: { clientCapabilities: this.#clientCapabilities, inputResponses: round.answers, requestState: round.state },
-        requester: this.#requester(),
-        listChanged: this.#host.listChanged,
-        auth: this.#auth,
-      }));
+      // Through `invoke`, as the first round: a pool tool runs again in the pool, not in this thread.
+      output = this.invoke(this.#lastArgs ?? {}, { clientCapabilities: this.#clientCapabilities, inputResponses: round.answers, requestState: round.state });
     } catch (error) {
       this.#failed(error);
       return;
