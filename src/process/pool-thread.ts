@@ -7,6 +7,7 @@ import type { CatalogNames } from '../catalog/catalog.js';
 import { Refusal, checkArguments, errorText, thrownResult, toToolResult, toolFailure } from '../tools/define.js';
 import type { CallToolResult, Tool } from '../tools/define.js';
 import { epochNow } from '../tools/pool.js';
+import { endRelay, relayedSinks } from '../tools/pool-relay.js';
 import { trustSchemasCheckedElsewhere } from '../tools/schema.js';
 import type { PoolOutcome, PoolTask, PoolThreadData, PoolThreadLoad, PoolThreadMessage } from '../tools/pool.js';
 import { ProtocolError } from '../errors.js';
@@ -89,8 +90,8 @@ async function runTool(data: PoolThreadData, task: PoolTask): Promise<PoolOutcom
   registry ??= attachRegistry(data.registry);
   const tool = (await loadTools(data)).tools.get(task.name);
   if (tool === undefined) throw new Error(`the pool's tools module has no tool named ${task.name}`);
-  const port = task.progress;
-  const ctx = new ToolContext(registry.adopt(task.ref), { progress: port === undefined ? undefined : (p, t, m) => port.postMessage([p, t, m]), auth: task.auth, input: task.input });
+  const port = task.relay;
+  const ctx = new ToolContext(registry.adopt(task.ref), { ...relayedSinks(port, task.wants), auth: task.auth, input: task.input });
   try {
     // Checked by the HTTP worker already; again here, with this thread's copy of the tool, so the
     // handler gets the schema's parsed value (a Standard Schema may transform) made in its own thread.
@@ -107,7 +108,7 @@ async function runTool(data: PoolThreadData, task: PoolTask): Promise<PoolOutcom
     if (error instanceof ProtocolError) return { ok: false, error: plainProtocolError(error) };
     return { ok: true, result: thrownResult(error) };
   } finally {
-    port?.close();
+    endRelay(port);
   }
 }
 

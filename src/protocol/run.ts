@@ -257,9 +257,11 @@ export class Run implements Running, ContextHost {
   }
 
   /** Runs a `pool: true` tool on this request's row; a kill terminates its thread. */
-  runInPool(pool: ToolPool, name: string, args: Record<string, unknown>, sink: ProgressSink | undefined, input: RequestInput): Promise<PoolOutcome> {
+  runInPool(pool: ToolPool, name: string, args: Record<string, unknown>, progress: ProgressSink | undefined, input: RequestInput): Promise<PoolOutcome> {
     this.#poolAbort = new AbortController();
-    return pool.run(name, args, this.#handle, sink, this.#poolAbort.signal, this.info.auth, input);
+    return pool.run(name, args, this.#handle, this.#poolAbort.signal, {
+      progress, log: this.logSink(), logThreshold: this.info.logLevel, listChanged: this.#host.listChanged, auth: this.info.auth, input,
+    });
   }
 
   /** The kill timer fired: the pool task was terminated, not failed. */

@@ -1,10 +1,11 @@
 import type { AuthInfo } from '../auth/contract.js';
-import { MessageChannel } from 'node:worker_threads';
-import type { Worker } from 'node:worker_threads';
+import type { MessagePort, Worker } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import type { Registry, RegistryDescriptor, TrackHandle } from '../registry/index.js';
-import type { ProgressSink, RequestInput } from './context.js';
+import type { RequestInput } from './context.js';
 import type { CallToolResult } from './define.js';
+import { openRelay } from './pool-relay.js';
+import type { PoolSinks, RelayWants } from './pool-relay.js';
 import type { ProtocolErrorWire } from '../errors.js';
 import { ProtocolError, SluiceError } from '../errors.js';
 import { kMaxValueDepth, valueProblem } from '../ports/value-bounds.js';
@@ -29,7 +30,9 @@ export interface PoolTask {
   name: string;
   args: Record<string, unknown>;
   ref: TrackHandle['ref'];
-  progress: import('node:worker_threads').MessagePort | undefined;
+  /** Where the tool's progress, log messages and list changes go (pool-relay.ts), and which it may send. */
+  relay: MessagePort | undefined;
+  wants: RelayWants | undefined;
   /** The caller's verified token (`ctx.auth`), plain data; undefined without `auth`. */
   auth?: AuthInfo | undefined;
   /** The request span's trace context (its tool span in the pool thread is a child); undefined untraced. */
@@ -38,6 +41,14 @@ export interface PoolTask {
   queuedAt: number;
   /** What the request carried for a multi-round exchange (`ctx.inputResponses`, `requestState`, `clientCapabilities`), plain data. */
   input?: RequestInput | undefined;
+}
+
+/** What the request offers a pool tool besides its arguments: the sinks it may reach, `ctx.auth`, the multi-round input. */
+export interface PoolCall extends PoolSinks {
+  /** The caller's verified token (`ctx.auth`); undefined without `auth`. */
+  readonly auth?: AuthInfo | undefined;
+  /** `ctx.inputResponses`, `requestState`, `clientCapabilities`: plain data, checked before it crosses. */
+  readonly input?: RequestInput | undefined;
 }
 
 /** What a pool thread gets as its workerData. */
@@ -215,25 +226,24 @@ export class ToolPool {
     if (waiting !== undefined) for (const done of waiting) done();
   }
 
-  async run(name: string, args: Record<string, unknown>, handle: TrackHandle, sink: ProgressSink | undefined, signal: AbortSignal, auth?: AuthInfo, input?: RequestInput): Promise<PoolOutcome> {
+  /** Runs tool `name` on `handle`'s row in a pool thread; `call` is what the request offers the tool besides its arguments. */
+  async run(name: string, args: Record<string, unknown>, handle: TrackHandle, signal: AbortSignal, call: PoolCall): Promise<PoolOutcome> {
+    const { auth, input } = call;
     // The arguments cross to a pool thread: refused here (JSON-RPC invalid params) if that thread could not read them.
     const problem = valueProblem(args, kMaxValueDepth);
     if (problem !== undefined) throw new ProtocolError(-32602, `arguments are ${problem.message}`);
     // So do the client's answers and capabilities (the state is the server's own, sealed).
     const inputProblem = input === undefined ? undefined : valueProblem(input.inputResponses, kMaxValueDepth) ?? valueProblem(input.clientCapabilities, kMaxValueDepth);
     if (inputProblem !== undefined) throw new ProtocolError(-32602, `inputResponses or client capabilities are ${inputProblem.message}`);
-    let channel: MessageChannel | undefined;
-    if (sink !== undefined) {
-      channel = new MessageChannel();
-      channel.port1.on('message', (m: [number, number | undefined, string | undefined]) => sink(m[0], m[1], m[2]));
-    }
-    const task: PoolTask = { name, args, ref: handle.ref, progress: channel?.port2, auth, trace: activeTrace(), queuedAt: epochNow(), input };
+    const relay = openRelay(call);
+    const task: PoolTask = { name, args, ref: handle.ref, relay: relay?.port, wants: relay?.wants, auth, trace: activeTrace(), queuedAt: epochNow(), input };
     try {
-      const outcome = (await this.#piscina.run(task, { signal, transferList: channel === undefined ? [] : [channel.port2] })) as PoolOutcome;
+      const outcome = (await this.#piscina.run(task, { signal, transferList: relay === undefined ? [] : [relay.port] })) as PoolOutcome;
+      await relay?.drained(); // what the tool sent before returning reaches the request before its answer
       if (outcome.waitedMs !== undefined) this.#onQueueWait?.(name, outcome.waitedMs / 1000);
       return outcome;
     } finally {
-      channel?.port1.close();
+      relay?.close();
     }
   }
 

@@ -158,6 +158,44 @@ describe('logging', () => {
   });
 });
 
+describe('a pool tool reaches its request as an inline one does', () => {
+  it('its log messages (filtered by level), progress and list changes arrive, in both eras', async () => {
+    running = await startServer();
+    const { url } = running.address;
+    const session = await initialize(url);
+    const call = async (headers: Record<string, string>, meta: Record<string, unknown> | undefined) => {
+      const s = openStream(url, { jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'chatty_pool', arguments: {}, ...(meta === undefined ? {} : { _meta: meta }) } }, headers);
+      await until(() => s.ended, 10_000, 'the call');
+      return s.events;
+    };
+    const logs = (events: Record<string, unknown>[]) => events.filter((e) => e.method === 'notifications/message').map((e) => e.params);
+    const progress = (events: Record<string, unknown>[]) => events.filter((e) => e.method === 'notifications/progress').map((e) => (e.params as { progress: number }).progress);
+    const legacyCall = await call(legacy(session), { progressToken: 'p' });
+    expect(legacyCall.at(-1)).toMatchObject({ id: 9, result: { content: [{ type: 'text', text: 'logged in the pool' }] } });
+    expect(logs(legacyCall)).toEqual([{ level: 'debug', data: 'a debug line' }, { level: 'info', data: 'an info line' }, { level: 'error', data: { what: 'an error line' }, logger: 'fixture' }]);
+    expect(progress(legacyCall)).toEqual([1, 2]);
+    await post(url, { jsonrpc: '2.0', id: 2, method: 'logging/setLevel', params: { level: 'warning' } }, legacy(session));
+    expect(logs(await call(legacy(session), undefined)).map((m) => (m as { level: string }).level)).toEqual(['error']);
+    expect(logs(await call(modernHeaders('tools/call', 'chatty_pool'), modernMeta()))).toEqual([]);
+    expect(logs(await call(modernHeaders('tools/call', 'chatty_pool'), modernMeta({ 'io.modelcontextprotocol/logLevel': 'info' }))).map((m) => (m as { level: string }).level)).toEqual(['info', 'error']);
+
+    // What the tool sent just before it returned comes before the answer, every time (the pool's
+    // relay port and its outcome are not ordered between them).
+    for (let i = 0; i < 30; i++) {
+      const s = openStream(url, { jsonrpc: '2.0', id: 10 + i, method: 'tools/call', params: { name: 'chatty_pool', arguments: { burst: 40 }, _meta: modernMeta({ 'io.modelcontextprotocol/logLevel': 'info' }) } }, modernHeaders('tools/call', 'chatty_pool'));
+      await until(() => s.ended, 10_000, 'the call');
+      expect(logs(s.events).length, `call ${i}`).toBe(42);
+      expect(s.events.at(-1)).toMatchObject({ id: 10 + i, result: { content: [{ text: 'logged in the pool' }] } });
+    }
+
+    const listen = openStream(url, { jsonrpc: '2.0', id: 'L', method: 'subscriptions/listen', params: { notifications: { toolsListChanged: true }, _meta: modernMeta() } }, modernHeaders('subscriptions/listen'));
+    await until(() => listen.events.length > 0, 10_000, 'the acknowledgement');
+    await call(modernHeaders('tools/call', 'chatty_pool'), modernMeta());
+    await until(() => listen.events.some((e) => e.method === 'notifications/tools/list_changed'), 10_000, 'the pool tool\'s list change');
+    listen.req.destroy();
+  });
+});
+
 describe('2026-07-28 subscriptions/listen', () => {
   it('acknowledges first, hears list changes made on any worker, honours its filter, and ends with a result at shutdown', async () => {
     running = await startServer();

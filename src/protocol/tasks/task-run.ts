@@ -137,7 +137,8 @@ export class TaskRun {
       const pool = this.#host.pool;
       if (pool === undefined) throw new ProtocolError(ErrorCode.InternalError, `tool ${tool.name} runs in the pool, but the server has no pool`);
       this.#poolAbort = new AbortController();
-      return pool.run(tool.name, args, this.#handle, this.#progressSink(), this.#poolAbort.signal, this.#auth, input).then(poolOutput);
+      // What an inline task's context gets (below), from the pool thread.
+      return pool.run(tool.name, args, this.#handle, this.#poolAbort.signal, { progress: this.#progressSink(), listChanged: this.#host.listChanged, auth: this.#auth, input }).then(poolOutput);
     }
     const ctx = new ToolContext(this.#handle, {
       progress: this.#progressSink(), input, requester: this.#requester(), listChanged: this.#host.listChanged, auth: this.#auth,
