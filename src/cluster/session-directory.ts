@@ -11,9 +11,10 @@
  * (PEXPIREAT … GT) once per touch period, never per request, so the slack is that period.
  *
  * DELETE and logging/setLevel publish `<nodeId> <id>` on `<prefix>sessions`; every other node drops
- * its copy at once and acknowledges on `<prefix>sessions-ack`. A DELETE answers once every node that
+ * its copy at once and acknowledges on `<prefix>sessions-ack`. Both answer once every node that
  * heard the invalidation has acknowledged, or after kAckTimeoutMs (a node that slow is cut off, and
- * revalidates): a request on another node after the 204 is not served the deleted session.
+ * revalidates): a request on another node after the 204 is not served the deleted session, and one
+ * after setLevel's answer has the new level.
  *
  * No Redis module is imported here: the connection comes in the RedisContext.
  */
@@ -44,10 +45,10 @@ const kMaxInvalidation = 1_024;
 export class DirectoryUnavailable extends Error {}
 
 /** Only changes if the session still exists (no HSET may recreate a deleted one), then tells the other nodes. */
+/** 0 when the session does not exist, else 1 + the subscribers its invalidation reached. */
 const kSetLevelScript = `if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 redis.call('HSET', KEYS[1], 'l', ARGV[1])
-redis.call('PUBLISH', ARGV[2], ARGV[3])
-return 1`;
+return 1 + redis.call('PUBLISH', ARGV[2], ARGV[3])`;
 
 export interface DirectoryEvents {
   /** Another node ended or changed session `id`: drop the local copy. */
@@ -148,10 +149,15 @@ export class RedisSessionDirectory {
     return parseRecord(id, replies[0]);
   }
 
-  /** logging/setLevel: false when the session no longer exists. */
+  /**
+   * logging/setLevel: false when the session no longer exists. Resolves, as `delete` does, once
+   * each other node has dropped its copy: the client's next request, on any node, has the new level.
+   */
   async setLogLevel(id: string, level: number): Promise<boolean> {
-    const reply = await this.#run(() => this.#redis.eval(kSetLevelScript, 1, this.key(id), String(level), this.#channel, `${this.#nodeId} ${id}`));
-    return reply === 1;
+    return this.#acknowledged(id, async () => {
+      const reply = Number(await this.#run(() => this.#redis.eval(kSetLevelScript, 1, this.key(id), String(level), this.#channel, `${this.#nodeId} ${id}`)));
+      return { value: reply > 0, reached: Math.max(0, reply - 1) };
+    });
   }
 
   /**
@@ -182,6 +188,18 @@ export class RedisSessionDirectory {
    * resolves once each node that received it has acknowledged (or after kAckTimeoutMs).
    */
   async delete(id: string): Promise<boolean> {
+    return this.#acknowledged(id, async () => {
+      const replies = await this.#run(() => this.#redis.multi().del(this.key(id)).publish(this.#channel, `${this.#nodeId} ${id}`).exec().then(checkExec));
+      return { value: replies[0] === 1, reached: Number(replies[1]) };
+    });
+  }
+
+  /**
+   * Runs `write`, which publishes the invalidation of `id` and says how many subscribers it
+   * reached, and resolves with its value once each other node that received it has acknowledged
+   * (or after kAckTimeoutMs).
+   */
+  async #acknowledged<T>(id: string, write: () => Promise<{ readonly value: T; readonly reached: number }>): Promise<T> {
     let expected = Number.POSITIVE_INFINITY;
     let done!: () => void;
     const acked = new Promise<void>((resolve) => { done = resolve; });
@@ -191,15 +209,15 @@ export class RedisSessionDirectory {
     set.add(waiter);
     let timer: ReturnType<typeof setTimeout> | undefined;
     try {
-      const replies = await this.#run(() => this.#redis.multi().del(this.key(id)).publish(this.#channel, `${this.#nodeId} ${id}`).exec().then(checkExec));
+      const { value, reached } = await write();
       // PUBLISH counts the subscribers it reached, this node's own among them when it is up (acks
       // come back through that one: without it there is nothing to wait for).
-      if (this.#subscriberUp) {
-        expected = Number(replies[1]) - 1;
+      if (this.#subscriberUp && reached > 0) {
+        expected = reached - 1;
         waiter.check();
         await Promise.race([acked, new Promise<void>((resolve) => { timer = setTimeout(resolve, kAckTimeoutMs); })]);
       }
-      return replies[0] === 1;
+      return value;
     } finally {
       clearTimeout(timer);
       set.delete(waiter);
