@@ -73,7 +73,8 @@ function escape(text: string): string {
  * what is wrong: the official clients check results against the protocol's schema and would fail
  * the call without saying why.
  */
-export function toContents(source: Resource | ResourceTemplate, uri: string, mimeType: string | undefined, output: Exclude<ReadOutput, InputRequired>): ResourceContents[] {
+export function toContents(source: Resource | ResourceTemplate, uri: string, output: Exclude<ReadOutput, InputRequired>): ResourceContents[] {
+  const mimeType = source.mimeType;
   const base = mimeType === undefined ? { uri } : { uri, mimeType };
   if (typeof output === 'string') return [{ ...base, text: output }];
   if (output instanceof Uint8Array) return [{ ...base, blob: Buffer.from(output.buffer, output.byteOffset, output.byteLength).toString('base64') }];

@@ -7,14 +7,13 @@
  * Python SDK's resolvers do the same).
  */
 import { SluiceError } from '../errors.js';
+import { capabilityFor } from '../tools/context.js';
 import type { ClientRequester, InputRequired, RequestInput } from '../tools/context.js';
+import { missingCapabilities } from './refusals.js';
 import { ErrorCode, ProtocolError } from './wire.js';
 
 /** Input rounds one request may take (the Python SDK's client allows as many): a handler that never stops asking fails. */
 export const kMaxInputRounds = 10;
-
-/** The capability a client must have declared at initialize for each method it can be asked. */
-const kCapabilityOf: Readonly<Record<string, string>> = { 'elicitation/create': 'elicitation', 'sampling/createMessage': 'sampling', 'roots/list': 'roots' };
 
 /**
  * Asks the client each of `required`'s input requests (round `round` of this request) and resolves
@@ -28,13 +27,10 @@ export async function askForInput(required: InputRequired, ask: ClientRequester 
   const requests = inputRequests(required);
   const missing: Record<string, object> = {};
   for (const [, { method }] of requests) {
-    const capability = kCapabilityOf[method];
+    const capability = capabilityFor(method);
     if (capability !== undefined && capabilities?.[capability] === undefined) missing[capability] = {};
   }
-  if (Object.keys(missing).length > 0) {
-    // HTTP 200: the legacy era's errors ride a 200 (the SDK v1 client reads no JSON-RPC error from a 400).
-    throw new ProtocolError(ErrorCode.MissingRequiredClientCapability, 'Missing required client capability', { requiredCapabilities: missing });
-  }
+  if (Object.keys(missing).length > 0) throw missingCapabilities(missing, 'legacy');
   if (ask === undefined) {
     throw new ProtocolError(ErrorCode.InvalidRequest, 'the server needs to ask the client for input during this request, and its Accept header does not take text/event-stream', undefined, 406);
   }

@@ -8,6 +8,7 @@
  */
 import { kBrokenJson, classify, parseJson } from './message.js';
 import type { Classified } from './message.js';
+import type { Era } from './contract.js';
 import { ErrorCode, ProtocolError, errorBody, kMetaClientCapabilities } from './wire.js';
 import type { JsonRpcId } from './wire.js';
 
@@ -37,6 +38,15 @@ export const kVersionRequired = refusal('MCP-Protocol-Version header is required
 export const kVersionMismatch = refusal('MCP-Protocol-Version header does not match _meta', ErrorCode.HeaderMismatch, 400);
 /** 2026-07-28: every request declares the client's capabilities in `_meta` (an object, maybe empty). */
 export const kCapabilitiesRequired = refusal(`_meta["${kMetaClientCapabilities}"] is required`, ErrorCode.InvalidParams, 400);
+
+/**
+ * -32021 naming the capabilities a request needs and its client did not declare. HTTP 400 in
+ * 2026-07-28, which asks for it; 200 in the legacy era, whose errors ride a 200 (the SDK v1 client
+ * reads no JSON-RPC error from a 400).
+ */
+export function missingCapabilities(missing: Record<string, object>, era: Era): ProtocolError {
+  return new ProtocolError(ErrorCode.MissingRequiredClientCapability, 'Missing required client capability', { requiredCapabilities: missing }, era === 'modern' ? 400 : 200);
+}
 
 /** A refusal's JSON-RPC response; its `data` is left out when it cannot be JSON (as from a pool thread). */
 export function refusalBody(id: JsonRpcId | null, error: ProtocolError): string {

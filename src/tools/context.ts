@@ -25,6 +25,11 @@ export function isInputRequired(value: unknown): value is InputRequired {
   return value !== null && typeof value === 'object' && (value as { kind?: unknown }).kind === 'sluice/input-required';
 }
 
+/** The capability a client must declare to be asked `method` (elicitation/create, sampling/createMessage, roots/list); undefined for others. */
+export function capabilityFor(method: string): 'elicitation' | 'sampling' | 'roots' | undefined {
+  return method === 'elicitation/create' ? 'elicitation' : method === 'sampling/createMessage' ? 'sampling' : method === 'roots/list' ? 'roots' : undefined;
+}
+
 /** Sends a request to the client on this request's stream (legacy era) and resolves with its result. */
 export type ClientRequester = (method: string, params: Record<string, unknown>) => Promise<unknown>;
 
@@ -203,7 +208,7 @@ export class ToolContext {
   request(method: string, params: Record<string, unknown> = {}): Promise<unknown> {
     const requester = this.#requester ??= this.#host?.requester();
     if (requester === undefined) return Promise.reject(new SluiceError('invalid_option', 'this request cannot carry requests to the client (2026-07-28: use inputRequired; pool tools: not supported)'));
-    const capability = method === 'sampling/createMessage' ? 'sampling' : method === 'elicitation/create' ? 'elicitation' : method === 'roots/list' ? 'roots' : undefined;
+    const capability = capabilityFor(method);
     if (capability !== undefined && this.#input?.clientCapabilities?.[capability] === undefined) {
       return Promise.reject(new SluiceError('missing_client_capability', `the client did not declare the ${capability} capability`));
     }

@@ -37,6 +37,17 @@ async function settle(url: string, taskId: string, headers: Record<string, strin
   throw new Error('task did not settle');
 }
 
+/** Waits for the task's first input request and answers it with tasks/update. */
+async function answerFirstRound(url: string, taskId: string, answer: unknown): Promise<void> {
+  let task: Record<string, unknown> = {};
+  for (let i = 0; i < 50 && task.status !== 'input_required'; i++) {
+    task = (await call(url, 'tasks/get', { taskId })).result!;
+    if (task.status !== 'input_required') await new Promise((r) => setTimeout(r, 50));
+  }
+  const [key] = Object.keys(task.inputRequests as object);
+  await call(url, 'tasks/update', { taskId, inputResponses: { [key]: answer } });
+}
+
 describe('2026-07-28 tasks extension', () => {
   let s: TestServer;
   let url: string;
@@ -103,25 +114,13 @@ describe('2026-07-28 tasks extension', () => {
 
   it('an input-required round returned inside a task becomes its input requests, and the handler runs again with the answers and state', async () => {
     const taskId = String((await call(url, 'tools/call', { name: 'later_ask', arguments: {} })).result!.taskId);
-    let task: Record<string, unknown> = {};
-    for (let i = 0; i < 50 && task.status !== 'input_required'; i++) {
-      task = (await call(url, 'tasks/get', { taskId })).result!;
-      if (task.status !== 'input_required') await new Promise((r) => setTimeout(r, 50));
-    }
-    const [key] = Object.keys(task.inputRequests as object);
-    await call(url, 'tasks/update', { taskId, inputResponses: { [key]: { action: 'accept', content: { c: 'teal' } } } });
+    await answerFirstRound(url, taskId, { action: 'accept', content: { c: 'teal' } });
     expect(await settle(url, taskId)).toMatchObject({ status: 'completed', result: { content: [{ type: 'text', text: 'color teal after round 1' }] } });
   });
 
   it('a pool tool\'s input-required round inside a task: every round runs in the pool, with the answers and state', async () => {
     const taskId = String((await call(url, 'tools/call', { name: 'later_ask_pool', arguments: {} })).result!.taskId);
-    let task: Record<string, unknown> = {};
-    for (let i = 0; i < 50 && task.status !== 'input_required'; i++) {
-      task = (await call(url, 'tasks/get', { taskId })).result!;
-      if (task.status !== 'input_required') await new Promise((r) => setTimeout(r, 50));
-    }
-    const [key] = Object.keys(task.inputRequests as object);
-    await call(url, 'tasks/update', { taskId, inputResponses: { [key]: { action: 'accept', content: { c: 'teal' } } } });
+    await answerFirstRound(url, taskId, { action: 'accept', content: { c: 'teal' } });
     expect(await settle(url, taskId)).toMatchObject({ status: 'completed', result: { content: [{ type: 'text', text: 'color teal after round 1, asked from the pool, answered in the pool' }] } });
   });
 

@@ -48,9 +48,10 @@ async function complete(index: CatalogIndex, params: Record<string, unknown> | u
  */
 function contextArguments(context: unknown): Record<string, string> {
   if (context === undefined || context === null) return {};
-  const given = isRecord(context) ? context.arguments ?? undefined : undefined;
-  if (!isRecord(context) || (given !== undefined && (!isRecord(given) || !Object.values(given).every((v) => typeof v === 'string')))) {
+  const given = isRecord(context) ? context.arguments : undefined;
+  if (isRecord(context) && (given === undefined || given === null)) return {};
+  if (!isRecord(given) || !Object.values(given).every((v) => typeof v === 'string')) {
     throw new ProtocolError(ErrorCode.InvalidParams, 'completion/complete: context must be an object, its arguments an object of strings');
   }
-  return (given ?? {}) as Record<string, string>;
+  return given as Record<string, string>;
 }

@@ -33,7 +33,7 @@ async function readResource(index: CatalogIndex, run: Run, params: Record<string
     source = template;
   }
   if (isInputRequired(output)) return output as unknown as Record<string, unknown>;
-  return run.era.cacheable({ contents: toContents(source, uri, source.mimeType, output) });
+  return run.era.cacheable({ contents: toContents(source, uri, output) });
 }
 
 /** The first template matching `uri`, with the URI's variables percent-decoded. */

@@ -7,6 +7,7 @@ import type { CatalogIndex } from '../catalog-index.js';
 import type { EngineConfig } from '../contract.js';
 import { LogBudget, describeFailure, droppedNote } from '../failure-log.js';
 import { PendingResult } from '../pending-result.js';
+import { missingCapabilities } from '../refusals.js';
 import type { Method, Run } from '../run.js';
 import type { TaskCalls } from '../tasks/calls.js';
 import { ErrorCode, ProtocolError } from '../wire.js';
@@ -55,8 +56,7 @@ class ToolMethods {
     if (tool.requires !== undefined) {
       const missing = Object.fromEntries(Object.entries(tool.requires).filter(([cap]) => input.clientCapabilities?.[cap] === undefined));
       if (Object.keys(missing).length > 0) {
-        // 400 is 2026-07-28's rule; a legacy error rides a 200 (the SDK v1 client reads none from a 400).
-        throw new ProtocolError(ErrorCode.MissingRequiredClientCapability, 'Missing required client capability', { requiredCapabilities: missing }, run.era.name === 'modern' ? 400 : 200);
+        throw missingCapabilities(missing, run.era.name);
       }
     }
     // Tools that never run as tasks (the common case) skip the decision entirely.
