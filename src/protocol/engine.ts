@@ -193,6 +193,15 @@ export class Engine {
   }
 
   /**
+   * The client can no longer answer (a stdio client closed its input): each request waiting for
+   * one of its answers (`ctx.request`, a legacy input round) is cancelled with `reason`, as a
+   * client cancel would, instead of waiting for ever. Returns how many.
+   */
+  cancelAwaitingClient(reason: string): number {
+    return this.#clientRequests.cancelWaiting(reason);
+  }
+
+  /**
    * Cancels every request of this engine still running, through the registry (as a client cancel
    * would: polling tools and `ctx.signal` see it, SSE streams end, no response is sent), and arms
    * their kill timers. Returns how many were cancelled. Shutdown calls it when the grace ends.
@@ -200,7 +209,7 @@ export class Engine {
   cancelAll(reason: string): number {
     let count = 0;
     this.#running.flush();
-    for (const run of [...this.#running.watching]) if (run.cancelForShutdown(reason)) count++;
+    for (const run of [...this.#running.watching]) if (run.cancelByServer(reason)) count++;
     for (const task of [...this.#tasks]) {
       task.cancelForShutdown(reason);
       count++;

@@ -187,8 +187,8 @@ export class Run implements Running, ContextHost {
     this.#armKill();
   }
 
-  /** Shutdown: cancel through the registry as a client would. False if it had already ended. */
-  cancelForShutdown(reason: string): boolean {
+  /** The server gives up on it (shutdown, a stdio client that closed its input): cancel through the registry as a client would. False if it had already ended. */
+  cancelByServer(reason: string): boolean {
     if (this.#settled) return false;
     this.#host.registry.cancelRequest(this.#handle, reason);
     // The abort listener answers and arms the kill timer; a run already cancelled only needs the timer.

@@ -9,7 +9,8 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CreateMessageRequestSchema, ElicitRequestSchema, ListRootsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { cleanupAfterEach } from '../helpers/cleanup.js';
-import { kAccept, modernMeta, recordPath, recorded, startServer, until } from '../helpers/server.js';
+import { kAccept, kToolsModule, modernMeta, recordPath, recorded, startServer, until } from '../helpers/server.js';
+import { stdioServer } from '../helpers/stdio.js';
 import type { TestServer } from '../helpers/server.js';
 
 const kTools = new URL('../fixtures/ask-tools.mjs', import.meta.url);
@@ -146,6 +147,21 @@ describe('legacy era: a handler that returns inputRequired is answered mid-call'
     release();
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(recorded(record)).toEqual(['first']);
+  });
+
+  it('over stdio, a client that closes its input while being asked ends the call (cancelled, not failed) and the server ends', async () => {
+    for (const [tools, call] of [[kTools, { name: 'ask_recorded', arguments: { record: recordPath() } }], [kToolsModule, { name: 'ask', arguments: {} }]] as const) {
+      const s = stdioServer({ tools });
+      s.send({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: { elicitation: {} }, clientInfo: { name: 't', version: '1' } } });
+      s.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: call });
+      await until(() => s.lines.some((l) => l.method === 'elicitation/create'), 5_000, `${call.name}: the question`);
+      s.input.end();
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([s.done, new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`${call.name}: the server did not end within 5 s of its input`)), 5_000); })]).finally(() => clearTimeout(timer));
+      expect(s.lines.some((l) => l.id === 1), call.name).toBe(false); // cancelled: no response
+      expect(s.logs.filter((l) => /failed/.test(l)), call.name).toEqual([]);
+      if ('record' in call.arguments) expect(recorded(call.arguments.record)).toEqual(['first']);
+    }
   });
 
   it('over stdio too (sluice serve --stdio with the SDK v1 stdio transport)', async () => {

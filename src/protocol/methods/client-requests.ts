@@ -50,6 +50,15 @@ export class ClientRequests {
     });
   }
 
+  /** Cancels the run of every request still waiting for an answer (see Engine.cancelAwaitingClient). */
+  cancelWaiting(reason: string): number {
+    const runs = new Set<Run>();
+    for (const pending of this.#pending.values()) runs.add(pending.run);
+    let count = 0;
+    for (const run of runs) if (run.cancelByServer(reason)) count++;
+    return count;
+  }
+
   /** Drops a request that will never be answered (its run ended). */
   abandon(id: string, error: Error): void {
     const pending = this.#pending.get(id);

@@ -135,6 +135,8 @@ class StdioConnection {
     if (this.#ended) return;
     this.#ended = true;
     this.#engine.closeListeners();
+    // Nothing the client could answer can arrive now.
+    this.#engine.cancelAwaitingClient('the client closed its input');
     this.#settle();
   }
 
