@@ -84,9 +84,13 @@ const method = fc.oneof(
 );
 
 // Tools that end at once whatever their arguments (block, stubborn, spin, hog default to 10 s, ask
-// waits for the client, crash ends its thread: those are other tests' business).
+// waits for the client, crash ends its thread: those are other tests' business). two_rounds no
+// longer does: a legacy-era call of it asks the client mid-call (a 2026-07-28 one whose _meta the
+// generator left out is legacy too), a generated response naming the server's request id may
+// answer, and its second round then runs until cancelled. Its rounds are tested in features.test
+// and legacy-input.test.
 const toolName = fc.oneof(
-  { weight: 4, arbitrary: fc.constantFrom('echo', 'whoami', 'chatty', 'change_tools', 'two_rounds') },
+  { weight: 4, arbitrary: fc.constantFrom('echo', 'whoami', 'chatty', 'change_tools') },
   { weight: 1, arbitrary: fc.constantFrom('nope', '__proto__', 'constructor', '', 'ECHO', 'echo\u0000') },
 );
 const versions = ['2025-11-25', '2025-06-18', '2025-03-26', '2026-07-28'];
