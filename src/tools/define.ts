@@ -24,7 +24,7 @@ export type { CallToolResult, ContentBlock, ToolOutput } from './result.js';
 
 // Module-local copies of what each tools/call result goes through: optimised code reads an imported
 // binding through its cell, with a hole check, at every use; a module-local const is an immediate.
-const { errorText, isFullResult, isRecord, kindOf, toCallToolResult, toolFailure, unserialisable } = results;
+const { errorText, isFullResult, isRecord, kindOf, toCallToolResult, toolFailure, unserialisable, wireValue } = results;
 const { contentBlocksProblem } = shapes;
 
 /** A schema for arguments or results: JSON Schema (an object schema), or any Standard Schema (zod 4, …). */
@@ -218,13 +218,12 @@ export function checkArguments(tool: Tool, args: Record<string, unknown>): Recor
  * one, and the whole result is JSON (no BigInt, function, symbol or cycle). Anything else becomes an
  * isError result naming the tool and the problem. Never throws.
  */
-export function toToolResult(tool: Tool, output: ToolOutput): CallToolResult | InputRequired | Promise<CallToolResult | InputRequired> {
+export function toToolResult(tool: Tool, returned: ToolOutput): CallToolResult | InputRequired | Promise<CallToolResult | InputRequired> {
   try {
-    if (isInputRequired(output)) return output;
+    if (isInputRequired(returned)) return returned;
+    const output = sentStructure(returned);
+    if (typeof output === 'string' && output !== returned) return toolFailure(tool, output);
     const full = isFullResult(output);
-    if (full && output.structuredContent !== undefined && !isRecord(output.structuredContent)) {
-      return toolFailure(tool, `structuredContent must be a JSON object, got ${kindOf(output.structuredContent)}`);
-    }
     const check = tool[kCompiled].output;
     if (check === undefined || (full && output.isError === true)) {
       if (full) return finish(tool, output, undefined);
@@ -232,9 +231,10 @@ export function toToolResult(tool: Tool, output: ToolOutput): CallToolResult | I
       const problem = unserialisable(output, '$');
       return problem === undefined ? toCallToolResult(output) : toolFailure(tool, `the result cannot be sent as JSON: ${problem}`);
     }
-    const structured = full ? output.structuredContent : isRecord(output) ? output : undefined;
-    if (structured === undefined) {
-      return toolFailure(tool, `it has an outputSchema, but the handler returned ${full ? 'a result without structuredContent' : kindOf(output)}`);
+    const structured = full ? output.structuredContent : isRecord(output) ? wireValue(output) : undefined;
+    if (!isRecord(structured)) {
+      const returned = full ? 'a result without structuredContent' : isRecord(output) ? `an object whose toJSON returns ${kindOf(structured)}` : kindOf(output);
+      return toolFailure(tool, `it has an outputSchema, but the handler returned ${returned}`);
     }
     // A cycle or a BigInt would make the check itself misbehave: refuse those first.
     const problem = unserialisable(structured, full ? '$.structuredContent' : '$');
@@ -251,6 +251,18 @@ export function toToolResult(tool: Tool, output: ToolOutput): CallToolResult | I
   } catch (error) {
     return toolFailure(tool, `the result cannot be sent: ${errorText(error)}`);
   }
+}
+
+/**
+ * A full result whose structuredContent has a toJSON method (a Date) with structuredContent as it
+ * will be sent, or the problem (a string) when that is not a JSON object, which clients refuse;
+ * anything else as it is.
+ */
+function sentStructure(output: ToolOutput): ToolOutput {
+  if (!isFullResult(output) || output.structuredContent === undefined) return output;
+  const sent = wireValue(output.structuredContent);
+  if (!isRecord(sent)) return `structuredContent must be a JSON object, got ${kindOf(sent)}${sent === output.structuredContent ? '' : ' (what its toJSON returns)'}`;
+  return sent === output.structuredContent ? output : { ...output, structuredContent: sent };
 }
 
 function afterOutputCheck(tool: Tool, output: ToolOutput, full: boolean, checked: Checked<Record<string, unknown>>): CallToolResult {

@@ -31,7 +31,7 @@ const call = (name: string, args: Record<string, unknown> = {}): Promise<Result>
 describe('tools/list', () => {
   it('the SDK v1 client lists every tool, with the JSON Schemas a zod tool publishes', async () => {
     const { tools } = await session.client.listTools(undefined, kTimeout);
-    expect(tools.length).toBe(44);
+    expect(tools.length).toBe(52);
     const zod = tools.find((t) => t.name === 'zod_typed');
     expect(zod?.inputSchema).toMatchObject({ type: 'object', properties: { n: { type: 'number' }, word: { type: 'string' } }, required: ['n', 'word'] });
     expect(zod?.outputSchema).toMatchObject({ type: 'object', properties: { fixed: { type: 'string' } } });
@@ -54,6 +54,18 @@ describe.each([['inline', ''], ['pool', '_pool']])('%s tools', (_where, suffix) 
     const result = await call(name('array_structured'));
     expect(result.isError).toBe(true);
     expect(text(result)).toBe(`tool ${name('array_structured')}: structuredContent must be a JSON object, got an array`);
+  });
+
+  it('an object with toJSON is judged as sent: a Date is JSON text, never a structuredContent the client would reject', async () => {
+    expect(await call(name('date_result'))).toEqual({ content: [{ type: 'text', text: '"1970-01-01T00:00:00.000Z"' }] });
+    const given = await call(name('date_structured'));
+    expect(given.isError).toBe(true);
+    expect(text(given)).toBe(`tool ${name('date_structured')}: structuredContent must be a JSON object, got a string (what its toJSON returns)`);
+    const checked = await call(name('output_date'));
+    expect(checked.isError).toBe(true);
+    expect(text(checked)).toBe(`tool ${name('output_date')}: it has an outputSchema, but the handler returned an object whose toJSON returns a string`);
+    // toJSON's object is what the outputSchema checks and the client gets, not the instance's fields.
+    expect(await call(name('output_to_json'))).toEqual({ content: [{ type: 'text', text: '{"sum":3}' }], structuredContent: { sum: 3 } });
   });
 
   it.each([

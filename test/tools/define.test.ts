@@ -144,6 +144,10 @@ describe('results', () => {
     expect(toCallToolResult(null)).toEqual({ content: [{ type: 'text', text: 'null' }] });
     expect(toCallToolResult(undefined)).toEqual({ content: [] });
     expect(toCallToolResult({ a: 1 })).toEqual({ content: [{ type: 'text', text: '{"a":1}' }], structuredContent: { a: 1 } });
+    // Judged by what JSON.stringify sends: a Date is a string, an object's toJSON object is the structure.
+    expect(toCallToolResult(new Date(0))).toEqual({ content: [{ type: 'text', text: '"1970-01-01T00:00:00.000Z"' }] });
+    expect(toCallToolResult({ toJSON: () => ({ b: 2 }) })).toEqual({ content: [{ type: 'text', text: '{"b":2}' }], structuredContent: { b: 2 } });
+    expect(toCallToolResult({ toJSON: () => undefined })).toEqual({ content: [{ type: 'text', text: 'null' }] });
   });
 
   it('values JSON handles (Date via toJSON, undefined properties) pass; others are named', () => {
