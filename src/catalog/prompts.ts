@@ -30,9 +30,9 @@ export interface PromptDefinition {
   arguments?: PromptArgument[];
   /** OAuth scopes a prompts/get of it needs (with `auth`; besides the server's). */
   scopes?: readonly string[];
-  get(args: Record<string, string>, ctx: ToolContext): GetPromptResult | string | InputRequired | Promise<GetPromptResult | string | InputRequired>;
+  get(args: Record<string, string>, ctx: ToolContext): GetPromptResult | string | InputRequired | PromiseLike<GetPromptResult | string | InputRequired>;
   /** Completions for an argument (completion/complete with ref/prompt). */
-  complete?: Record<string, (value: string, context: Record<string, string>) => string[] | Promise<string[]>>;
+  complete?: Record<string, (value: string, context: Record<string, string>) => string[] | PromiseLike<string[]>>;
 }
 
 export type Prompt = Readonly<PromptDefinition> & { readonly kind: 'sluice/prompt' };

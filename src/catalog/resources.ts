@@ -19,7 +19,7 @@ export interface ResourceDefinition {
   mimeType?: string;
   /** OAuth scopes a resources/read of it needs (with `auth`; besides the server's). */
   scopes?: readonly string[];
-  read(ctx: ToolContext): ReadOutput | Promise<ReadOutput>;
+  read(ctx: ToolContext): ReadOutput | PromiseLike<ReadOutput>;
 }
 
 export interface ResourceTemplateDefinition {
@@ -31,9 +31,9 @@ export interface ResourceTemplateDefinition {
   mimeType?: string;
   /** OAuth scopes a resources/read through it needs (with `auth`; besides the server's). */
   scopes?: readonly string[];
-  read(uri: string, variables: Record<string, string>, ctx: ToolContext): ReadOutput | Promise<ReadOutput>;
+  read(uri: string, variables: Record<string, string>, ctx: ToolContext): ReadOutput | PromiseLike<ReadOutput>;
   /** Completions for a template variable (completion/complete with ref/resource). */
-  complete?: Record<string, (value: string) => string[] | Promise<string[]>>;
+  complete?: Record<string, (value: string) => string[] | PromiseLike<string[]>>;
 }
 
 export type Resource = Readonly<ResourceDefinition> & { readonly kind: 'sluice/resource' };

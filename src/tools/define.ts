@@ -88,7 +88,8 @@ export interface ToolDefinition<In extends ToolSchema = JsonSchema, Out extends 
    * a token lacking any gets 403 `insufficient_scope` naming every needed scope.
    */
   scopes?: readonly string[];
-  handler(args: InferArguments<In>, ctx: ToolContext): InferToolOutput<Out> | Promise<InferToolOutput<Out>>;
+  /** The tool's work. Its value may come as a Promise or any thenable (a query builder), awaited as `await` would. */
+  handler(args: InferArguments<In>, ctx: ToolContext): InferToolOutput<Out> | PromiseLike<InferToolOutput<Out>>;
 }
 
 /** A validated, frozen tool: `inputSchema`/`outputSchema` are the JSON Schemas published in tools/list. */
@@ -104,7 +105,7 @@ export interface Tool {
   readonly requires?: Record<string, Record<string, unknown>>;
   readonly taskSupport?: TaskSupport;
   readonly scopes?: readonly string[];
-  handler(args: Record<string, unknown>, ctx: ToolContext): ToolOutput | Promise<ToolOutput>;
+  handler(args: Record<string, unknown>, ctx: ToolContext): ToolOutput | PromiseLike<ToolOutput>;
   /** @internal */
   readonly [kCompiled]: Compiled;
 }
@@ -136,7 +137,7 @@ function invalid(name: unknown, reason: string): SluiceError {
  * The schema still checks the arguments at run time; the type is the author's promise.
  */
 export type JsonToolDefinition<Args extends Record<string, unknown>> = Omit<ToolDefinition<JsonSchema, JsonSchema>, 'handler'> & {
-  handler(args: Args, ctx: ToolContext): ToolOutput | Promise<ToolOutput>;
+  handler(args: Args, ctx: ToolContext): ToolOutput | PromiseLike<ToolOutput>;
 };
 
 /**

@@ -60,6 +60,16 @@ export function wireValue(value: unknown): unknown {
   return text === undefined ? undefined : JSON.parse(text) as unknown;
 }
 
+/**
+ * A handler's output as `await` sees it: a thenable that is not a Promise (a query builder such as
+ * knex's or mongoose's, a Promise of another realm) becomes a Promise of its value, so it is waited
+ * for, not sent as an object, as in the pool thread, which awaits. Anything else as it is.
+ */
+export function adoptThenable<T>(output: T | PromiseLike<T>): T | Promise<T> {
+  if (output instanceof Promise || output === null || typeof output !== 'object' || typeof (output as { then?: unknown }).then !== 'function') return output as T | Promise<T>;
+  return Promise.resolve(output);
+}
+
 /** An isError result about the tool itself (not its arguments), naming it. */
 export function toolFailure(tool: { readonly name: string }, problem: string): CallToolResult {
   return { content: [{ type: 'text', text: `tool ${tool.name}: ${problem}` }], isError: true };

@@ -18,8 +18,8 @@ beforeAll(async () => {
   session = await serveWithSdkClient(kTools, 'definitions-test');
 });
 
-/** What the bad prompts and resources below log: a failure line naming each (nothing else is logged). */
-const kBadResults = /prompt_wrong_role|prompt_nothing|test:\/\/no-body|test:\/\/number\/\{n\}/;
+/** What the bad prompts and resources below and the failing thenable log: a failure line naming each (nothing else is logged). */
+const kBadResults = /thenable_failure|prompt_wrong_role|prompt_nothing|test:\/\/no-body|test:\/\/number\/\{n\}/;
 
 afterAll(async () => {
   const logs = await session?.close() ?? [];
@@ -31,7 +31,7 @@ const call = (name: string, args: Record<string, unknown> = {}): Promise<Result>
 describe('tools/list', () => {
   it('the SDK v1 client lists every tool, with the JSON Schemas a zod tool publishes', async () => {
     const { tools } = await session.client.listTools(undefined, kTimeout);
-    expect(tools.length).toBe(52);
+    expect(tools.length).toBe(56);
     const zod = tools.find((t) => t.name === 'zod_typed');
     expect(zod?.inputSchema).toMatchObject({ type: 'object', properties: { n: { type: 'number' }, word: { type: 'string' } }, required: ['n', 'word'] });
     expect(zod?.outputSchema).toMatchObject({ type: 'object', properties: { fixed: { type: 'string' } } });
@@ -66,6 +66,13 @@ describe.each([['inline', ''], ['pool', '_pool']])('%s tools', (_where, suffix) 
     expect(text(checked)).toBe(`tool ${name('output_date')}: it has an outputSchema, but the handler returned an object whose toJSON returns a string`);
     // toJSON's object is what the outputSchema checks and the client gets, not the instance's fields.
     expect(await call(name('output_to_json'))).toEqual({ content: [{ type: 'text', text: '{"sum":3}' }], structuredContent: { sum: 3 } });
+  });
+
+  it('a thenable that is not a Promise is awaited: its value is the result, its rejection the tool\'s failure', async () => {
+    expect(await call(name('thenable_result'))).toEqual({ content: [{ type: 'text', text: '{"a":1}' }], structuredContent: { a: 1 } });
+    const failed = await call(name('thenable_failure'));
+    expect(failed.isError).toBe(true);
+    expect(text(failed)).toBe('the query failed');
   });
 
   it.each([

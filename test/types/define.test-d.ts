@@ -40,6 +40,18 @@ defineTool({
   handler: () => ({ sum: 'three' }),
 });
 
+// A thenable that is not a Promise (a query builder) is a valid return, checked against the outputSchema too.
+const query = { then: (ok: (rows: { sum: number }) => void) => ok({ sum: 3 }) } as PromiseLike<{ sum: number }>;
+defineTool({
+  name: 't', description: 't', inputSchema: z.object({}), outputSchema: z.object({ sum: z.number() }),
+  handler: () => query,
+});
+defineTool({
+  name: 't2', description: 't2', inputSchema: z.object({}), outputSchema: z.object({ sum: z.number() }),
+  // @ts-expect-error sum must be a number, thenable or not
+  handler: () => ({ then: (ok: (rows: { sum: string }) => void) => ok({ sum: '3' }) }) as PromiseLike<{ sum: string }>,
+});
+
 // Any Standard Schema (here a hand-made one), with the JSON Schema given alongside.
 const point: StandardSchemaV1<{ x: number }, { x: number }> = {
   '~standard': { version: 1, vendor: 'hand', validate: (v) => ({ value: v as { x: number } }) },

@@ -12,7 +12,7 @@ export function completionMethods(index: CatalogIndex): Array<[string, Method]> 
   return [['completion/complete', { handler: (_run, params) => complete(index, params) }]];
 }
 
-type Completer = (value: string, context: Record<string, string>) => string[] | Promise<string[]>;
+type Completer = (value: string, context: Record<string, string>) => string[] | PromiseLike<string[]>;
 
 async function complete(index: CatalogIndex, params: Record<string, unknown> | undefined): Promise<Record<string, unknown>> {
   const ref = params?.ref as Record<string, unknown> | undefined;

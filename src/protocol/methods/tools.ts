@@ -1,6 +1,7 @@
 import { CancelledError } from '../../errors.js';
 import type { InputRequired } from '../../tools/context.js';
 import { Refusal, checkArguments, thrownResult, toToolResult } from '../../tools/define.js';
+import { adoptThenable } from '../../tools/result.js';
 import type { CallToolResult, Tool, ToolOutput } from '../../tools/define.js';
 import type { PoolOutcome, ToolPool } from '../../tools/pool.js';
 import type { CatalogIndex } from '../catalog-index.js';
@@ -86,7 +87,7 @@ class ToolMethods {
     run.enterInFlight(); // a synchronous tool holds its thread: it is in flight while it runs
     let output: ToolOutput | Promise<ToolOutput>;
     try {
-      output = tool.handler(checked, ctx);
+      output = adoptThenable(tool.handler(checked, ctx));
     } catch (error) {
       return this.failed(run, name, error);
     }

@@ -10,6 +10,7 @@ import type { RequestSpan, ServerTracer } from '../../telemetry/tracing/server.j
 import { ToolContext, isInputRequired } from '../../tools/context.js';
 import type { ClientRequester, InputRequired, ListKind, ProgressSink, RequestInput } from '../../tools/context.js';
 import { errorText, thrownResult, toToolResult } from '../../tools/define.js';
+import { adoptThenable } from '../../tools/result.js';
 import type { CallToolResult, Tool, ToolOutput } from '../../tools/define.js';
 import type { PoolOutcome, ToolPool } from '../../tools/pool.js';
 import type { Run } from '../run.js';
@@ -144,7 +145,7 @@ export class TaskRun {
       progress: this.#progressSink(), input, requester: this.#requester(), listChanged: this.#host.listChanged, auth: this.#auth,
     });
     this.#ctx = ctx;
-    return tool.handler(args, ctx);
+    return adoptThenable(tool.handler(args, ctx));
   }
 
   /** The call was answered without a task (it settled at once): the row goes, nothing was stored. */
