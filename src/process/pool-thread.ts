@@ -8,9 +8,10 @@ import { Refusal, checkArguments, errorText, thrownResult, toToolResult, toolFai
 import type { CallToolResult, Tool } from '../tools/define.js';
 import { epochNow } from '../tools/pool.js';
 import { endRelay, relayedSinks } from '../tools/pool-relay.js';
+import { describeFailure } from '../tools/result.js';
 import { trustSchemasCheckedElsewhere } from '../tools/schema.js';
 import type { PoolOutcome, PoolTask, PoolThreadData, PoolThreadLoad, PoolThreadMessage } from '../tools/pool.js';
-import { ProtocolError } from '../errors.js';
+import { CancelledError, ProtocolError } from '../errors.js';
 import type { ProtocolErrorWire } from '../errors.js';
 import { importTracingModule } from '../telemetry/tracing/otel.js';
 import { routeConsoleToStderr } from './console-to-stderr.js';
@@ -106,7 +107,8 @@ async function runTool(data: PoolThreadData, task: PoolTask): Promise<PoolOutcom
   } catch (error) {
     // A ProtocolError stays one, as it does inline: sent as plain data, rebuilt by the engine.
     if (error instanceof ProtocolError) return { ok: false, error: plainProtocolError(error) };
-    return { ok: true, result: thrownResult(error) };
+    // The value stays here: its description goes to the HTTP worker's failure log, unless it was the cancel.
+    return { ok: true, result: thrownResult(error), thrown: error instanceof CancelledError || ctx.cancelled ? undefined : describeFailure(error) };
   } finally {
     endRelay(port);
   }

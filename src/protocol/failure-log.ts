@@ -1,5 +1,3 @@
-import { errorText } from '../tools/define.js';
-
 /** A rate limit for log lines: `take()` is -1 when over budget, else how many were dropped since the last line. */
 export class LogBudget {
   readonly #max: number;
@@ -33,14 +31,4 @@ export class LogBudget {
 /** The tail a log line gets when earlier ones were dropped. */
 export function droppedNote(dropped: number): string {
   return dropped > 0 ? ` (${dropped} similar failures not logged in the last minute)` : '';
-}
-
-/** What a log line says of a thrown value: an Error's stack, else a safe rendering. Never throws. */
-export function describeFailure(error: unknown): string {
-  try {
-    if (error instanceof Error) return error.stack ?? error.message;
-  } catch {
-    // a throwing stack or message getter: rendered below
-  }
-  return errorText(error);
 }

@@ -150,7 +150,7 @@ export interface ServerOptions {
   /**
    * Least severe log line written (to ServerHooks.log, else stderr). Default 'warn'. Levels:
    * 'error' — the server itself failed (a worker crashed, a request could not be answered);
-   * 'warn' — a tool, resource or prompt handler threw (logged with its name: the client got
+   * 'warn' — a tool (inline or in the pool), resource or prompt handler threw (logged with its name: the client got
    * `isError` content, the operator should still see it), refused cancels, degraded adapters;
    * 'info' — lifecycle (what is served, shutdown); 'debug' — per-request detail.
    */

@@ -18,12 +18,27 @@ import type { CarriedTrace } from '../telemetry/tracing/otel.js';
  * JSON-RPC error exactly as for an inline tool (an Error subclass would arrive as a bare Error).
  */
 export type PoolOutcome = (
-  | { readonly ok: true; readonly result: CallToolResult }
+  | {
+    readonly ok: true;
+    readonly result: CallToolResult;
+    /** What the handler threw, described in the pool thread (`describeFailure`), for the HTTP worker's log; absent when it returned, or stopped on its cancel. */
+    readonly thrown?: string | undefined;
+  }
   | { readonly ok: false; readonly error: ProtocolErrorWire }
 ) & {
   /** How long the call waited, from `run` until a pool thread started it (ms). */
   readonly waitedMs?: number | undefined;
 };
+
+/**
+ * A pool call's result, or the ProtocolError its handler threw (rebuilt from plain data). What else
+ * it threw comes described, for `logThrown`: the caller's failure log, as for an inline throw.
+ */
+export function poolCallResult(outcome: PoolOutcome, logThrown: (description: string) => void): CallToolResult {
+  if (!outcome.ok) throw ProtocolError.fromRpcWire(outcome.error);
+  if (outcome.thrown !== undefined) logThrown(outcome.thrown);
+  return outcome.result;
+}
 
 /** What the pool thread gets per task (structured-cloneable). */
 export interface PoolTask {

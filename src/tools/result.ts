@@ -177,3 +177,22 @@ export function errorText(error: unknown): string {
   }
   return render(error, 500);
 }
+
+/**
+ * Characters of a thrown value's description one log line keeps. A message may carry what a client
+ * sent (`throw new Error(\`bad: ${args.text}\`)` with megabytes of text): log pipelines split or drop
+ * lines that long, so the rest is cut and counted.
+ */
+export const kMaxFailureChars = 8192;
+
+/** What a log line says of a thrown value: an Error's stack, else a safe rendering, at most kMaxFailureChars. Never throws. */
+export function describeFailure(error: unknown): string {
+  let text: string | undefined;
+  try {
+    if (error instanceof Error) text = error.stack ?? error.message;
+  } catch {
+    // a throwing stack or message getter: rendered below
+  }
+  text ??= errorText(error);
+  return text.length <= kMaxFailureChars ? text : `${text.slice(0, kMaxFailureChars)}… (${text.length - kMaxFailureChars} more characters)`;
+}

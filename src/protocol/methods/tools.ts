@@ -1,12 +1,13 @@
 import { CancelledError } from '../../errors.js';
 import type { InputRequired } from '../../tools/context.js';
 import { Refusal, checkArguments, thrownResult, toToolResult } from '../../tools/define.js';
-import { adoptThenable } from '../../tools/result.js';
+import { adoptThenable, describeFailure } from '../../tools/result.js';
 import type { CallToolResult, Tool, ToolOutput } from '../../tools/define.js';
-import type { PoolOutcome, ToolPool } from '../../tools/pool.js';
+import { poolCallResult } from '../../tools/pool.js';
+import type { ToolPool } from '../../tools/pool.js';
 import type { CatalogIndex } from '../catalog-index.js';
 import type { EngineConfig } from '../contract.js';
-import { LogBudget, describeFailure, droppedNote } from '../failure-log.js';
+import { LogBudget, droppedNote } from '../failure-log.js';
 import { PendingResult } from '../pending-result.js';
 import { missingCapabilities } from '../refusals.js';
 import type { Method, Run } from '../run.js';
@@ -78,7 +79,7 @@ class ToolMethods {
       if (pool === undefined) throw new ProtocolError(ErrorCode.InternalError, `tool ${name} runs in the pool, but the server has no pool`);
       // The raw arguments: the pool thread checks them again with its own copy of the tool, so a
       // Standard Schema's parsed value (which need not survive structured cloning) is made there.
-      return run.runInPool(pool, tool.name, args as Record<string, unknown>, sink, input).then(poolResult, (error: unknown) => {
+      return run.runInPool(pool, tool.name, args as Record<string, unknown>, sink, input).then((outcome) => poolCallResult(outcome, (thrown) => this.#logThrown(run, name, thrown)), (error: unknown) => {
         if (run.killed) throw new CancelledError('killed');
         return toolError(error);
       });
@@ -101,11 +102,15 @@ class ToolMethods {
    */
   failed(run: Run, name: string, error: unknown): CallToolResult {
     const result = toolError(error);
-    if (!(error instanceof CancelledError) && !run.cancelled) {
-      const dropped = this.#failures.take();
-      if (dropped >= 0) this.#log('warn', `sluice: tool ${name} threw${droppedNote(dropped)}: ${describeFailure(error)}`);
-    }
+    if (!(error instanceof CancelledError)) this.#logThrown(run, name, error);
     return result;
+  }
+
+  /** The operator's line for a tool's throw (a pool thread's comes as its description): not when the call was cancelled. */
+  #logThrown(run: Run, name: string, error: unknown): void {
+    if (run.cancelled) return;
+    const dropped = this.#failures.take();
+    if (dropped >= 0) this.#log('warn', `sluice: tool ${name} threw${droppedNote(dropped)}: ${describeFailure(error)}`);
   }
 }
 
@@ -129,12 +134,6 @@ class PendingToolOutput extends PendingResult {
   rejected(error: unknown): CallToolResult {
     return this.#methods.failed(this.#run, this.#tool.name, error);
   }
-}
-
-/** What a pool task sent back: its result, or the ProtocolError it threw (rebuilt from plain data). */
-function poolResult(outcome: PoolOutcome): CallToolResult {
-  if (outcome.ok) return outcome.result;
-  throw ProtocolError.fromRpcWire(outcome.error);
 }
 
 /** A thrown error becomes isError content; protocol errors stay protocol errors. */

@@ -12,7 +12,8 @@ import type { ClientRequester, InputRequired, ListKind, ProgressSink, RequestInp
 import { errorText, thrownResult, toToolResult } from '../../tools/define.js';
 import { adoptThenable } from '../../tools/result.js';
 import type { CallToolResult, Tool, ToolOutput } from '../../tools/define.js';
-import type { PoolOutcome, ToolPool } from '../../tools/pool.js';
+import { poolCallResult } from '../../tools/pool.js';
+import type { ToolPool } from '../../tools/pool.js';
 import type { Run } from '../run.js';
 import { ErrorCode } from '../wire.js';
 import { taskRowId } from './wire.js';
@@ -139,7 +140,9 @@ export class TaskRun {
       if (pool === undefined) throw new ProtocolError(ErrorCode.InternalError, `tool ${tool.name} runs in the pool, but the server has no pool`);
       this.#poolAbort = new AbortController();
       // What an inline task's context gets (below), from the pool thread.
-      return pool.run(tool.name, args, this.#handle, this.#poolAbort.signal, { progress: this.#progressSink(), listChanged: this.#host.listChanged, auth: this.#auth, input }).then(poolOutput);
+      return pool.run(tool.name, args, this.#handle, this.#poolAbort.signal, { progress: this.#progressSink(), listChanged: this.#host.listChanged, auth: this.#auth, input }).then((outcome) => poolCallResult(outcome, (thrown) => {
+        if (!this.#handle.cancelled) this.#host.logFailure('tools/call', tool.name, thrown); // as an inline task's throw (#failed)
+      }));
     }
     const ctx = new ToolContext(this.#handle, {
       progress: this.#progressSink(), input, requester: this.#requester(), listChanged: this.#host.listChanged, auth: this.#auth,
@@ -438,9 +441,3 @@ export class TaskRun {
 const kFirstRetryMs = 100, kMaxRetryMs = 2_000;
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms).unref());
-
-/** A pool task's outcome: its result, or the ProtocolError it threw (rebuilt from plain data). */
-function poolOutput(outcome: PoolOutcome): ToolOutput {
-  if (outcome.ok) return outcome.result;
-  throw ProtocolError.fromRpcWire(outcome.error);
-}
