@@ -29,7 +29,7 @@ export function contentBlockProblem(block: unknown): string | undefined {
   let problem: string | undefined;
   switch (block.type) {
     case 'text': problem = stringField(block, 'text'); break;
-    case 'image': case 'audio': problem = stringField(block, 'data') ?? stringField(block, 'mimeType'); break;
+    case 'image': case 'audio': problem = base64Field(block, 'data') ?? stringField(block, 'mimeType'); break;
     case 'resource_link': problem = stringField(block, 'uri') ?? stringField(block, 'name'); break;
     case 'resource': {
       const inner = resourceContentsProblem(block.resource);
@@ -50,10 +50,14 @@ export function resourceContentsProblem(contents: unknown): string | undefined {
   if (!isRecord(contents)) return `: resource contents must be an object, got ${kindOf(contents)}`;
   const problem = stringField(contents, 'uri');
   if (problem !== undefined) return problem;
-  if (typeof contents.text !== 'string' && typeof contents.blob !== 'string') {
-    if (contents.text !== undefined) return `.text: must be a string, got ${kindOf(contents.text)}`;
-    if (contents.blob !== undefined) return `.blob: must be a string, got ${kindOf(contents.blob)}`;
-    return ': resource contents need a text or a blob string';
+  if (typeof contents.text !== 'string') {
+    if (typeof contents.blob === 'string') {
+      if (!isBase64(contents.blob)) return kNotBase64('blob');
+    } else {
+      if (contents.text !== undefined) return `.text: must be a string, got ${kindOf(contents.text)}`;
+      if (contents.blob !== undefined) return `.blob: must be a string, got ${kindOf(contents.blob)}`;
+      return ': resource contents need a text or a blob string';
+    }
   }
   if (contents.mimeType !== undefined && typeof contents.mimeType !== 'string') return `.mimeType: must be a string, got ${kindOf(contents.mimeType)}`;
   return objectField(contents, '_meta');
@@ -62,6 +66,46 @@ export function resourceContentsProblem(contents: unknown): string | undefined {
 function stringField(object: Record<string, unknown>, key: string): string | undefined {
   const value = object[key];
   return typeof value === 'string' ? undefined : `.${key}: must be a string, got ${kindOf(value)}`;
+}
+
+/** A string field holding binary data: base64, as the SDK clients check it (with `atob`). */
+function base64Field(object: Record<string, unknown>, key: string): string | undefined {
+  const value = object[key];
+  if (typeof value !== 'string') return `.${key}: must be a string, got ${kindOf(value)}`;
+  return isBase64(value) ? undefined : kNotBase64(key);
+}
+
+const kNotBase64 = (key: string): string => `.${key}: must be base64 (A–Z, a–z, 0–9, + and /, padded with =), got a string that is not`;
+
+/** Base64 with nothing else in it (the common case, one regular-expression pass even over megabytes). */
+const kPlainBase64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
+/**
+ * Whether `text` is base64 as `atob` reads it (WHATWG forgiving-base64, what the official SDK
+ * clients' schema runs): ASCII whitespace is ignored, at most two `=` at the end and only when they
+ * fill the last group of four, and no group of one character.
+ */
+export function isBase64(text: string): boolean {
+  if (kPlainBase64.test(text)) return groupsComplete(text.length, text.endsWith('=') ? 1 : 0);
+  // With whitespace (MIME-style line breaks): one pass, counting, no copy.
+  let length = 0;
+  let padding = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0c || c === 0x0d) continue;
+    length++;
+    if (c === 0x3d) { // '='
+      if (++padding > 2) return false;
+    } else if (padding > 0 || !((c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a) || (c >= 0x30 && c <= 0x39) || c === 0x2b || c === 0x2f)) {
+      return false;
+    }
+  }
+  return groupsComplete(length, padding);
+}
+
+/** `length` characters of base64, the last `padding` of them `=` (0 or more): whole groups when padded, never a group of one. */
+function groupsComplete(length: number, padding: number): boolean {
+  return padding > 0 ? length % 4 === 0 : length % 4 !== 1;
 }
 
 /** An optional field that must be a JSON object when present. */

@@ -19,7 +19,7 @@ beforeAll(async () => {
 });
 
 /** What the bad prompts and resources below and the failing thenable log: a failure line naming each (nothing else is logged). */
-const kBadResults = /thenable_failure|prompt_wrong_role|prompt_nothing|test:\/\/no-body|test:\/\/number\/\{n\}/;
+const kBadResults = /thenable_failure|prompt_wrong_role|prompt_nothing|test:\/\/no-body|test:\/\/bad-blob|test:\/\/number\/\{n\}/;
 
 afterAll(async () => {
   const logs = await session?.close() ?? [];
@@ -31,7 +31,7 @@ const call = (name: string, args: Record<string, unknown> = {}): Promise<Result>
 describe('tools/list', () => {
   it('the SDK v1 client lists every tool, with the JSON Schemas a zod tool publishes', async () => {
     const { tools } = await session.client.listTools(undefined, kTimeout);
-    expect(tools.length).toBe(56);
+    expect(tools.length).toBe(58);
     const zod = tools.find((t) => t.name === 'zod_typed');
     expect(zod?.inputSchema).toMatchObject({ type: 'object', properties: { n: { type: 'number' }, word: { type: 'string' } }, required: ['n', 'word'] });
     expect(zod?.outputSchema).toMatchObject({ type: 'object', properties: { fixed: { type: 'string' } } });
@@ -90,6 +90,7 @@ describe.each([['inline', ''], ['pool', '_pool']])('%s tools', (_where, suffix) 
     ['text_not_string', '$.content[0].text: must be a string, got a number'],
     ['block_not_object', '$.content[0]: a content block must be an object, got a string'],
     ['image_without_mime', '$.content[0].mimeType: must be a string, got nothing'],
+    ['image_not_base64', '$.content[0].data: must be base64 (A–Z, a–z, 0–9, + and /, padded with =), got a string that is not'],
     ['resource_without_body', '$.content[0].resource: resource contents need a text or a blob string'],
     ['is_error_not_boolean', '$.isError: must be a boolean, got a string'],
     ['meta_not_object', '$._meta: must be an object, got a string'],
@@ -142,6 +143,14 @@ describe.each([['inline', ''], ['pool', '_pool']])('%s tools', (_where, suffix) 
   });
 });
 
+describe('resources with binary contents', () => {
+  it('base64 with MIME line breaks is read as the client reads it (atob): it passes', async () => {
+    const { contents } = await session.client.readResource({ uri: 'test://wrapped-blob' }, kTimeout);
+    expect(contents).toEqual([{ uri: 'test://wrapped-blob', blob: 'aGVs\nbG8=\n' }]);
+    expect(Buffer.from((contents[0] as { blob: string }).blob, 'base64').toString()).toBe('hello');
+  });
+});
+
 describe('prompts, completions and resources whose get, complete or read returned something else', () => {
   // The client would have refused the answer with a schema error; now the server refuses it, logs
   // what is wrong and where (naming the definition, not the URI the client sent), and the client
@@ -151,6 +160,7 @@ describe('prompts, completions and resources whose get, complete or read returne
     ['prompts/get prompt_nothing', () => session.client.getPrompt({ name: 'prompt_nothing' }, kTimeout), 'prompt prompt_nothing: get returned something that is not a prompts/get result: $: must be an object or a string, got nothing'],
     ['completion/complete of prompt_wrong_role', () => session.client.complete({ ref: { type: 'ref/prompt', name: 'prompt_wrong_role' }, argument: { name: 'a', value: '' } }, kTimeout), 'prompt prompt_wrong_role: complete.a returned a string, not an array of strings'],
     ['resources/read test://no-body', () => session.client.readResource({ uri: 'test://no-body' }, kTimeout), 'resource test://no-body: the read returned something that is not resource contents: $: resource contents need a text or a blob string'],
+    ['resources/read test://bad-blob', () => session.client.readResource({ uri: 'test://bad-blob' }, kTimeout), 'resource test://bad-blob: the read returned something that is not resource contents: $.blob: must be base64 (A–Z, a–z, 0–9, + and /, padded with =), got a string that is not'],
     ['resources/read test://number/7', () => session.client.readResource({ uri: 'test://number/7' }, kTimeout), 'template test://number/{n}: the read returned something that is not resource contents: $[1]: resource contents must be an object, got a number'],
   ])('%s: an internal error for the client, the problem in the log', async (_what, request, logged) => {
     await expect(request()).rejects.toMatchObject({ code: -32603, message: expect.stringContaining('Internal error') });

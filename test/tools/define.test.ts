@@ -177,6 +177,8 @@ describe('results', () => {
     expect(problem([null])).toBe(`${prefix}$.content[0]: a content block must be an object, got null`);
     expect(problem([{ text: 'no type' }])).toBe(`${prefix}$.content[0].type: must be a string, got nothing`);
     expect(problem([{ type: 'text', text: 't' }, { type: 'audio', data: 'AAAA', mimeType: 3 }])).toBe(`${prefix}$.content[1].mimeType: must be a string, got a number`);
+    expect(problem([{ type: 'image', data: 'AAA=A', mimeType: 'image/png' }])).toBe(`${prefix}$.content[0].data: must be base64 (A–Z, a–z, 0–9, + and /, padded with =), got a string that is not`);
+    expect(problem([{ type: 'resource', resource: { uri: 'file:///a', blob: 'A' } }])).toBe(`${prefix}$.content[0].resource.blob: must be base64 (A–Z, a–z, 0–9, + and /, padded with =), got a string that is not`);
     expect(problem([{ type: 'resource_link', uri: 'file:///a' }])).toBe(`${prefix}$.content[0].name: must be a string, got nothing`);
     expect(problem([{ type: 'resource', resource: { uri: 'file:///a', text: 1 } }])).toBe(`${prefix}$.content[0].resource.text: must be a string, got a number`);
     expect(problem([{ type: 'resource', resource: [] }])).toBe(`${prefix}$.content[0].resource: resource contents must be an object, got an array`);
