@@ -8,8 +8,11 @@ export type ResourceContents =
   | { uri: string; mimeType?: string; text: string; _meta?: Record<string, unknown> }
   | { uri: string; mimeType?: string; blob: string; _meta?: Record<string, unknown> };
 
-/** What a read handler may return: full contents, a string (text), or bytes (a base64 blob). */
-export type ReadOutput = ResourceContents[] | ResourceContents | string | Uint8Array | InputRequired;
+/**
+ * What a read handler may return: full contents, a string (text), or bytes (a base64 blob): a
+ * Uint8Array or Buffer, any other typed array or DataView (the bytes it views), or an ArrayBuffer.
+ */
+export type ReadOutput = ResourceContents[] | ResourceContents | string | ArrayBufferView | ArrayBuffer | InputRequired;
 
 export interface ResourceDefinition {
   uri: string;
@@ -77,7 +80,8 @@ export function toContents(source: Resource | ResourceTemplate, uri: string, out
   const mimeType = source.mimeType;
   const base = mimeType === undefined ? { uri } : { uri, mimeType };
   if (typeof output === 'string') return [{ ...base, text: output }];
-  if (output instanceof Uint8Array) return [{ ...base, blob: Buffer.from(output.buffer, output.byteOffset, output.byteLength).toString('base64') }];
+  if (ArrayBuffer.isView(output)) return [{ ...base, blob: Buffer.from(output.buffer, output.byteOffset, output.byteLength).toString('base64') }];
+  if (output instanceof ArrayBuffer) return [{ ...base, blob: Buffer.from(output).toString('base64') }];
   const contents: unknown[] = Array.isArray(output) ? output : [output];
   for (let i = 0; i < contents.length; i++) {
     const problem = resourceContentsProblem(contents[i]);

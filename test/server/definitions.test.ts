@@ -144,6 +144,11 @@ describe.each([['inline', ''], ['pool', '_pool']])('%s tools', (_where, suffix) 
 });
 
 describe('resources with binary contents', () => {
+  it.each(['u16', 'dataview', 'arraybuffer', 'buffer'])('a read returning %s: its bytes are the blob', async (view) => {
+    const { contents } = await session.client.readResource({ uri: `test://bytes/${view}` }, kTimeout);
+    expect(contents).toEqual([{ uri: `test://bytes/${view}`, blob: Buffer.from('hi').toString('base64') }]);
+  });
+
   it('base64 with MIME line breaks is read as the client reads it (atob): it passes', async () => {
     const { contents } = await session.client.readResource({ uri: 'test://wrapped-blob' }, kTimeout);
     expect(contents).toEqual([{ uri: 'test://wrapped-blob', blob: 'aGVs\nbG8=\n' }]);
