@@ -58,11 +58,37 @@ export class StdioClientTransport implements ClientTransport {
     this.#exited = new Promise((resolve) => this.#child.once('exit', () => resolve()));
     this.#child.once('exit', () => {
       this.#gone = true;
-      this.#failAll(new SluiceError('server_exited', 'the server process exited'));
+      this.#afterOutput(() => this.#failAll(new SluiceError('server_exited', 'the server process exited')));
     });
     this.#child.stdin?.on('error', () => {});
-    this.#child.stdout?.setEncoding('utf8');
-    this.#child.stdout?.on('data', (chunk: string) => this.#read(chunk));
+    const stdout = this.#child.stdout;
+    stdout?.setEncoding('utf8');
+    stdout?.on('data', (chunk: string) => this.#read(chunk));
+    // A last line without its newline is still the server's last message, as the server reads one.
+    stdout?.once('end', () => {
+      if (!this.#skipping && this.#buffer !== '') this.#read('\n');
+    });
+  }
+
+  /**
+   * Runs `then` once everything the server wrote is read: 'exit' may come before the last of its
+   * output does (an answer written just before it exited). A grandchild that holds stdout open
+   * gets a second.
+   */
+  #afterOutput(then: () => void): void {
+    const stdout = this.#child.stdout;
+    if (stdout === null || stdout.readableEnded || stdout.destroyed) return then();
+    let ran = false;
+    const done = (): void => {
+      if (ran) return;
+      ran = true;
+      clearTimeout(timer);
+      then();
+    };
+    const timer = setTimeout(done, 1_000);
+    timer.unref();
+    stdout.once('end', done);
+    stdout.once('close', done);
   }
 
   /** The server process (for its pid, or to watch it). */

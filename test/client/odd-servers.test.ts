@@ -145,7 +145,10 @@ describe('SseReader', () => {
 /**
  * A stdio server in a few lines: answers initialize, and each tools/call by what its name asks for:
  * `noise` first prints what a tool's console.log would (a number, null, a string, an array), `flood`
- * prints a line of 200 000 characters before its answer's line.
+ * prints a line of 200 000 characters before its answer's line. Three end the server with their
+ * answer: `last_words` writes it without a newline and exits; `late_words` exits at once and leaves
+ * a child process, which holds stdout, to write it 300 ms later; `held_silence` exits leaving a
+ * child that holds stdout for 5 s and writes nothing.
  */
 const kStdioServer = `
 const rl = require('node:readline').createInterface({ input: process.stdin });
@@ -157,7 +160,12 @@ rl.on('line', (line) => {
   const name = m.params.name;
   if (name === 'noise') process.stdout.write('42\\nnull\\n"text"\\n[1]\\ntrue\\n');
   if (name === 'flood') { for (let i = 0; i < 200; i++) process.stdout.write('x'.repeat(1000)); process.stdout.write('\\n'); return; }
-  send({ jsonrpc: '2.0', id: m.id, result: { content: [{ type: 'text', text: name }] } });
+  const answer = JSON.stringify({ jsonrpc: '2.0', id: m.id, result: { content: [{ type: 'text', text: name }] } });
+  if (name === 'last_words') { process.stdout.write(answer); process.exit(0); }
+  const heir = (code) => require('node:child_process').spawn(process.execPath, ['-e', code], { stdio: ['ignore', 'inherit', 'ignore'] });
+  if (name === 'late_words') { heir('setTimeout(() => process.stdout.write(' + JSON.stringify(answer + '\\n') + '), 300)'); process.exit(0); }
+  if (name === 'held_silence') { heir('setTimeout(() => {}, 5000)'); process.exit(0); }
+  send(JSON.parse(answer));
 });
 `;
 
@@ -186,5 +194,25 @@ describe('stdio: what a server prints on stdout besides its messages', () => {
 
   it('a bound that is not a positive integer is refused before the server is started', () => {
     expect(() => new StdioClientTransport({ command: process.execPath, args: ['-e', ''], maxResponseBytes: 0 })).toThrow(expect.objectContaining({ code: 'invalid_option' }));
+  });
+  it('an answer the server wrote just before it exited arrives: without its newline, or after the exit', async () => {
+    for (const name of ['last_words', 'late_words']) {
+      const client = stdioClient();
+      try {
+        expect(await client.callTool(name, {}, { timeoutMs: 5_000 })).toEqual({ content: [{ type: 'text', text: name }] });
+      } finally {
+        await client.close();
+      }
+    }
+  });
+
+  it('a server that exits leaving its stdout held open and no answer: server_exited within about a second, not a hang', async () => {
+    const client = stdioClient();
+    try {
+      // Before the call's own timeout (whose code is not this one): the wait for stdout is bounded.
+      await expect(client.callTool('held_silence', {}, { timeoutMs: 4_000 })).rejects.toMatchObject({ code: 'server_exited' });
+    } finally {
+      await client.close();
+    }
   });
 });
