@@ -3,7 +3,9 @@
  *
  * - node:http, on this machine: Sluice (`sluice-echo.mjs`, 1 and 2 HTTP workers sharing the port
  *   through reusePort) ÷ the raw node:http JSON-RPC echo (`node-echo.mjs`, 1 and 2 threads), at both
- *   eras, from a sync and an async handler. Target: >= 0.80.
+ *   eras, from a sync and an async handler. Target: >= 0.80. Beside it, with no target, the adapter
+ *   floor (`node-adapter-floor.mjs`: Sluice's node:http adapter with the raw echo as its handler) ÷
+ *   the same raw echo: what the adapter costs, apart from the protocol path.
  * - uWS, inside the Debian 13 root of `.ci/current-distro` (glibc 2.41, where the btc-vision builds
  *   for ABI 127/137 load): Sluice (1 HTTP worker) ÷ the raw uWS echo (`uws-echo.mjs`) on that Node.
  *   Target: >= 0.75. Beside it, with no target, the hardened floor (`uws-floor.mjs`) ÷ the same raw
@@ -49,11 +51,12 @@ const withUws = !args['no-uws'];
 const kNodeBin = (line: number): string => join(kRoot, '.ci', 'node-versions', 'node_modules', `node${line}`, 'bin', 'node');
 const kCurrentDistro = join(kRoot, '.ci', 'current-distro');
 
-type ServerKey = 'rawNode1' | 'rawNode2' | 'sluiceNode1' | 'sluiceNode2' | 'rawUws' | 'floorUws' | 'sluiceUws';
+type ServerKey = 'rawNode1' | 'rawNode2' | 'floorNode1' | 'sluiceNode1' | 'sluiceNode2' | 'rawUws' | 'floorUws' | 'sluiceUws';
 interface ServerSpec { key: ServerKey; script: string; args: string[]; uws: boolean; label: string }
 const kServerSpecs: readonly ServerSpec[] = [
   { key: 'rawNode1', script: 'node-echo.mjs', args: ['1'], uws: false, label: 'raw node:http echo, 1 thread' },
   { key: 'rawNode2', script: 'node-echo.mjs', args: ['2'], uws: false, label: 'raw node:http echo, 2 threads (reusePort)' },
+  { key: 'floorNode1', script: 'node-adapter-floor.mjs', args: [], uws: false, label: "node:http adapter floor: Sluice's node:http adapter with the raw echo as its handler" },
   { key: 'sluiceNode1', script: 'sluice-echo.mjs', args: ['nosessions', '1'], uws: false, label: 'Sluice, node:http, 1 HTTP worker' },
   { key: 'sluiceNode2', script: 'sluice-echo.mjs', args: ['nosessions', '2'], uws: false, label: 'Sluice, node:http, 2 HTTP workers (reusePort)' },
   { key: 'rawUws', script: 'uws-echo.mjs', args: [], uws: true, label: 'raw uWS echo (btc-vision build, Debian 13 root)' },
@@ -69,6 +72,8 @@ interface RunSpec { key: string; server: ServerKey; endpoint: Endpoint; label: s
 const kRunSpecs: readonly RunSpec[] = [
   { key: 'rawNode1.legacy', server: 'rawNode1', endpoint: raw(legacy), label: 'raw node:http ×1, legacy body' },
   { key: 'rawNode1.modern', server: 'rawNode1', endpoint: raw(modern), label: 'raw node:http ×1, 2026-07-28 body' },
+  { key: 'floorNode1.legacy', server: 'floorNode1', endpoint: raw(legacy), label: 'node:http adapter floor, legacy body' },
+  { key: 'floorNode1.modern', server: 'floorNode1', endpoint: raw(modern), label: 'node:http adapter floor, 2026-07-28 body' },
   { key: 'sluiceNode1.legacy', server: 'sluiceNode1', endpoint: legacy, label: 'Sluice node:http ×1, legacy sync' },
   { key: 'sluiceNode1.legacyAsync', server: 'sluiceNode1', endpoint: asyncOf(legacy), label: 'Sluice node:http ×1, legacy async' },
   { key: 'sluiceNode1.modern', server: 'sluiceNode1', endpoint: modern, label: 'Sluice node:http ×1, 2026-07-28 sync' },
@@ -90,6 +95,8 @@ const kRunSpecs: readonly RunSpec[] = [
 /** `target` undefined: a floor, shown beside the targets it bounds (what the least a hardened server does reaches). */
 interface RatioSpec { name: string; of: string; over: string; target: number | undefined }
 const kRatioSpecs: readonly RatioSpec[] = [
+  { name: 'node:http ×1: adapter floor, legacy ÷ raw', of: 'floorNode1.legacy', over: 'rawNode1.legacy', target: undefined },
+  { name: 'node:http ×1: adapter floor, 2026-07-28 ÷ raw', of: 'floorNode1.modern', over: 'rawNode1.modern', target: undefined },
   { name: 'node:http ×1: legacy sync ÷ raw', of: 'sluiceNode1.legacy', over: 'rawNode1.legacy', target: 0.8 },
   { name: 'node:http ×1: legacy async ÷ raw', of: 'sluiceNode1.legacyAsync', over: 'rawNode1.legacy', target: 0.8 },
   { name: 'node:http ×1: 2026-07-28 sync ÷ raw', of: 'sluiceNode1.modern', over: 'rawNode1.modern', target: 0.8 },
@@ -236,7 +243,7 @@ const md = [
     const target = q.target === undefined ? '—' : `≥ ${q.target}`;
     return `| ${q.line} | ${q.name} | ${target} | ${q.rps.map((x) => f(x, 3)).join(', ')} | ${f(r.min, 2)}–${f(r.max, 2)} | ${f(median(q.rps), 2)} | ${f(median(q.cpu), 2)} | ${statusOf(q)} |`;
   }), '',
-  '(CPU/req ratio: the raw server\'s CPU per request ÷ Sluice\'s, so 1 = as cheap. A "floor" row is the hardened uWS floor, `uws-floor.mjs`: the raw echo plus the reads every request of a server that keeps its hardening needs (method, URL, every header into a Map, the peer address as Sluice reads it, a UTF-8 check), and no protocol logic. It is not a target: it shows how far below the raw echo those reads alone put a server, in the same run.)', '',
+  '(CPU/req ratio: the raw server\'s CPU per request ÷ Sluice\'s, so 1 = as cheap. A "floor" row is not a target: it shows, in the same run, how far below the raw echo a server is with only what it measures and no protocol logic. The node:http adapter floor, `node-adapter-floor.mjs`, is Sluice\'s own node:http adapter (header copy and repeat check, connection count, close listener, body read, flat response headers) with the raw echo as its handler: what is left between it and Sluice is the protocol path. The hardened uWS floor, `uws-floor.mjs`, is the raw uWS echo plus the reads every request of a server that keeps its hardening needs (method, URL, every header into a Map, the peer address as Sluice reads it, a UTF-8 check).)', '',
   '## Runs', '',
 ];
 for (const res of results) {
