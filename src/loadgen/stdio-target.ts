@@ -82,8 +82,13 @@ export class StdioTarget implements Target {
       this.bytesIn += Buffer.byteLength(chunk);
       this.#read(chunk);
     });
+    // A last line without its newline is still the server's last message.
+    child.stdout.once('end', () => { if (this.#child === child && this.#buffer !== '') this.#read('\n'); });
     child.once('error', () => {});
-    child.once('exit', () => {
+    // 'close', not 'exit': it comes once the process has exited and its output is all read, so an
+    // answer written just before the exit counts (a call still waiting after it is a reset; one
+    // whose pipe a child process holds open ends at the call's own timeout).
+    child.once('close', () => {
       if (this.#child !== child) return;
       this.#child = undefined;
       for (const [, resolve] of this.#waiting) resolve({ error: { code: undefined, message: `the server process exited${lastWords(this.#stderr)}` } });
