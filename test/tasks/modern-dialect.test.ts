@@ -95,6 +95,14 @@ describe('2026-07-28 tasks extension', () => {
     expect(instant.result).toMatchObject({ resultType: 'complete', content: [{ type: 'text', text: 'slept 0' }] });
   });
 
+  it('a thenable that is not a Promise is awaited: settled at once it is the direct answer, settled later the task\'s result', async () => {
+    const instant = await call(url, 'tools/call', { name: 'thenable_task', arguments: {} });
+    expect(instant.result).toMatchObject({ resultType: 'complete', content: [{ type: 'text', text: 'thenable at once' }] });
+    const created = await call(url, 'tools/call', { name: 'thenable_task', arguments: { ms: 200 } });
+    expect(created.result).toMatchObject({ resultType: 'task', status: 'working' });
+    expect(await settle(url, String(created.result!.taskId))).toMatchObject({ status: 'completed', result: { content: [{ type: 'text', text: 'thenable after 200' }] } });
+  });
+
   it('ctx.request becomes input_required; tasks/update answers it and the tool resumes', async () => {
     const taskId = String((await call(url, 'tools/call', { name: 'ask', arguments: {} })).result!.taskId);
     let task: Record<string, unknown> = {};
