@@ -44,8 +44,11 @@ const kMaxInvalidation = 1_024;
 /** Redis could not be asked (not connected, or no answer in time). */
 export class DirectoryUnavailable extends Error {}
 
-/** Only changes if the session still exists (no HSET may recreate a deleted one), then tells the other nodes. */
-/** 0 when the session does not exist, else 1 + the subscribers its invalidation reached. */
+/**
+ * Only changes if the session still exists (no HSET may recreate a deleted one), then tells the
+ * other nodes. Returns 0 when the session does not exist, else 1 + the subscribers its
+ * invalidation reached.
+ */
 const kSetLevelScript = `if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 redis.call('HSET', KEYS[1], 'l', ARGV[1])
 return 1 + redis.call('PUBLISH', ARGV[2], ARGV[3])`;

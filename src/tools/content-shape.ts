@@ -52,7 +52,7 @@ export function resourceContentsProblem(contents: unknown): string | undefined {
   if (problem !== undefined) return problem;
   if (typeof contents.text !== 'string') {
     if (typeof contents.blob === 'string') {
-      if (!isBase64(contents.blob)) return kNotBase64('blob');
+      if (!isBase64(contents.blob)) return notBase64('blob');
     } else {
       if (contents.text !== undefined) return `.text: must be a string, got ${kindOf(contents.text)}`;
       if (contents.blob !== undefined) return `.blob: must be a string, got ${kindOf(contents.blob)}`;
@@ -72,10 +72,13 @@ function stringField(object: Record<string, unknown>, key: string): string | und
 function base64Field(object: Record<string, unknown>, key: string): string | undefined {
   const value = object[key];
   if (typeof value !== 'string') return `.${key}: must be a string, got ${kindOf(value)}`;
-  return isBase64(value) ? undefined : kNotBase64(key);
+  return isBase64(value) ? undefined : notBase64(key);
 }
 
-const kNotBase64 = (key: string): string => `.${key}: must be base64 (A–Z, a–z, 0–9, + and /, padded with =), got a string that is not`;
+/** The problem of a binary field that is not base64. */
+function notBase64(key: string): string {
+  return `.${key}: must be base64 (A–Z, a–z, 0–9, + and /, padded with =), got a string that is not`;
+}
 
 /** Base64 with nothing else in it (the common case, one regular-expression pass even over megabytes). */
 const kPlainBase64 = /^[A-Za-z0-9+/]*={0,2}$/;

@@ -223,7 +223,7 @@ export function toToolResult(tool: Tool, returned: ToolOutput): CallToolResult |
   try {
     if (isInputRequired(returned)) return returned;
     const output = sentStructure(returned);
-    if (typeof output === 'string' && output !== returned) return toolFailure(tool, output);
+    if (output instanceof StructureProblem) return toolFailure(tool, output.problem);
     const full = isFullResult(output);
     const check = tool[kCompiled].output;
     if (check === undefined || (full && output.isError === true)) {
@@ -234,8 +234,8 @@ export function toToolResult(tool: Tool, returned: ToolOutput): CallToolResult |
     }
     const structured = full ? output.structuredContent : isRecord(output) ? wireValue(output) : undefined;
     if (!isRecord(structured)) {
-      const returned = full ? 'a result without structuredContent' : isRecord(output) ? `an object whose toJSON returns ${kindOf(structured)}` : kindOf(output);
-      return toolFailure(tool, `it has an outputSchema, but the handler returned ${returned}`);
+      const what = full ? 'a result without structuredContent' : isRecord(output) ? `an object whose toJSON returns ${kindOf(structured)}` : kindOf(output);
+      return toolFailure(tool, `it has an outputSchema, but the handler returned ${what}`);
     }
     // A cycle or a BigInt would make the check itself misbehave: refuse those first.
     const problem = unserialisable(structured, full ? '$.structuredContent' : '$');
@@ -254,15 +254,20 @@ export function toToolResult(tool: Tool, returned: ToolOutput): CallToolResult |
   }
 }
 
+/** Why a full result's structuredContent cannot be sent (see `sentStructure`). */
+class StructureProblem {
+  constructor(readonly problem: string) {}
+}
+
 /**
  * A full result whose structuredContent has a toJSON method (a Date) with structuredContent as it
- * will be sent, or the problem (a string) when that is not a JSON object, which clients refuse;
- * anything else as it is.
+ * will be sent, or the problem when that is not a JSON object, which clients refuse; anything else
+ * as it is.
  */
-function sentStructure(output: ToolOutput): ToolOutput {
+function sentStructure(output: ToolOutput): ToolOutput | StructureProblem {
   if (!isFullResult(output) || output.structuredContent === undefined) return output;
   const sent = wireValue(output.structuredContent);
-  if (!isRecord(sent)) return `structuredContent must be a JSON object, got ${kindOf(sent)}${sent === output.structuredContent ? '' : ' (what its toJSON returns)'}`;
+  if (!isRecord(sent)) return new StructureProblem(`structuredContent must be a JSON object, got ${kindOf(sent)}${sent === output.structuredContent ? '' : ' (what its toJSON returns)'}`);
   return sent === output.structuredContent ? output : { ...output, structuredContent: sent };
 }
 

@@ -45,19 +45,20 @@ export function toCallToolResult(output: ToolOutput): CallToolResult | InputRequ
   const text = JSON.stringify(output) ?? 'null';
   if (!isRecord(output)) return { content: [{ type: 'text', text }] };
   // An object with toJSON (a Date) is sent as what toJSON returns: structured only if that is an object.
-  const structured = typeof output.toJSON === 'function' ? JSON.parse(text) as unknown : output;
+  const structured = wireValue(output, text);
   return isRecord(structured) ? { content: [{ type: 'text', text }], structuredContent: structured } : { content: [{ type: 'text', text }] };
 }
 
 /**
  * `value` as JSON.stringify sends it: for an object with a toJSON method (a Date, a class with its
  * own JSON form), the JSON value that method makes, since that and not the object is what the
- * client gets; anything else as it is. Throws what JSON.stringify throws (a cycle under toJSON).
+ * client gets; anything else as it is. `text`: its JSON when the caller has it already. Throws
+ * what JSON.stringify throws (a cycle under toJSON).
  */
-export function wireValue(value: unknown): unknown {
+export function wireValue(value: unknown, text?: string): unknown {
   if (value === null || typeof value !== 'object' || typeof (value as { toJSON?: unknown }).toJSON !== 'function') return value;
-  const text = JSON.stringify(value);
-  return text === undefined ? undefined : JSON.parse(text) as unknown;
+  const json = text ?? JSON.stringify(value);
+  return json === undefined ? undefined : JSON.parse(json) as unknown;
 }
 
 /**
