@@ -35,8 +35,9 @@ export const kBenchUsage = `Usage:
   --session-per-call   legacy: initialize, call and DELETE on every iteration (each step timed)
   --header <k:v>       an extra request header (repeatable)
   --bearer <token>     send Authorization: Bearer <token> (default: SLUICE_BEARER_TOKEN)
-  --cancel-after <ms>  cancel every call after this long (legacy: notifications/cancelled;
-                       2026-07-28: the request's stream is closed) and report cancel latencies
+  --cancel-after <t>   cancel every call after this long: 50 (ms), 50ms, 1.5s (legacy:
+                       notifications/cancelled; 2026-07-28: the request's stream is closed) and
+                       report cancel latencies
   --max-errors <pct>   exit 1 when more than this percentage of requests fail (default 1)
   --json               print the result as one JSON document (fields: docs/loadgen.md)
   --report <file>      write a self-contained HTML page with the charts
@@ -50,6 +51,17 @@ function duration(name: string, text: string | undefined, fallback: number, min:
   if (text === undefined) return fallback;
   const ms = parseDuration(text);
   if (ms === undefined || ms < min) throw new UsageError(`--${name} must be a duration like 30s, 500ms or 2m${min > 0 ? ` (at least ${min} ms)` : ''}, got ${JSON.stringify(text)}`);
+  return ms;
+}
+
+/**
+ * `--cancel-after`: a bare number is milliseconds (as documented first), and "100ms", "1.5s" or
+ * "2m" read as --duration's do, since users write it the way they write --duration.
+ */
+function cancelAfter(text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const ms = /^\s*\d+\s*$/.test(text) ? Number(text) : parseDuration(text);
+  if (ms === undefined || ms < 1 || ms > 3_600_000) throw new UsageError(`--cancel-after must be 1 ms to 1 h, as milliseconds (50) or a duration (50ms, 1.5s), got ${JSON.stringify(text)}`);
   return ms;
 }
 
@@ -126,7 +138,7 @@ export function benchOptions(argv: readonly string[], env: NodeJS.ProcessEnv = p
     durationMs: duration('duration', values.duration, 30_000, 100),
     warmupMs: duration('warmup', values.warmup, 5_000, 0),
     rate, threads: integerFlag('threads', values.threads, 1, 64) ?? defaultThreads(), era, sessionPerCall, headers,
-    cancelAfterMs: integerFlag('cancel-after', values['cancel-after'], 1, 3_600_000),
+    cancelAfterMs: cancelAfter(values['cancel-after']),
     maxErrors: maxErrors / 100,
     timeoutMs: 10_000,
   };

@@ -95,6 +95,9 @@ export async function probe(options: BenchOptions): Promise<Negotiated> {
     }
     // A tool that answers isError may do so on purpose: the run counts it. A JSON-RPC error will not go away.
     if (outcome.kind === 'tool') return negotiated;
+    // ...unless it answered the probe's cancel: some servers answer a cancelled request with an error
+    // (the Python SDK: code 0, "Request cancelled"), which the load loop counts as the answer stopping.
+    if (cancelled) return negotiated;
   }
   throw new BenchUsageError(refusal(outcome, options, `the first ${options.method}${options.name === undefined ? '' : ` ${options.name}`}`));
 }

@@ -77,6 +77,29 @@ describe('--cancel-after', () => {
   });
 });
 
+describe('--cancel-after against a server that answers a cancel with an error', () => {
+  it('the probe takes the error as its cancel answered, and the run counts every one as an answer stopped', async () => {
+    // The Python SDK answers a cancelled request with a JSON-RPC error (code 0, "Request cancelled");
+    // the load loop always counted that as the answer stopping, but the probe refused the run.
+    const server = await startFixture('bench-bad-servers.mjs', ['cancel-error']);
+    try {
+      const run = await benchJson([server.url, '--era', 'legacy', '--tool', 'echo', '--cancel-after', '20ms', '--connections', '2', '--duration', '0.5s', '--warmup', '0s']);
+      expect(run.code, run.stderr).toBe(0);
+      const c = run.json!.cancel;
+      expect(c.sent).toBeGreaterThanOrEqual(4);
+      expect(c.answerStopped).toBeGreaterThanOrEqual(3);
+      expect(c.neverStopped).toBe(0);
+      expect(run.json!.errors.total).toBe(0);
+      // A tool the server does not have is still refused, cancelled or not.
+      const missing = await runCli(['bench', server.url, '--era', 'legacy', '--tool', 'nope', '--cancel-after', '20', '--duration', '0.5s', '--warmup', '0s']);
+      expect(missing.code).toBe(2);
+      expect(missing.stderr).toMatch(/has no tool "nope"; its tools: echo/);
+    } finally {
+      await server.stop();
+    }
+  });
+});
+
 describe.concurrent('bad input: clear errors, exit codes, no stack trace', () => {
   it('an unreachable URL: exit 2, says nothing listens there', async () => {
     const run = await runCli(['bench', 'http://127.0.0.1:1/mcp', '--tool', 'echo', '--duration', '1s']);
@@ -138,7 +161,8 @@ describe.concurrent('bad input: clear errors, exit codes, no stack trace', () =>
 
   it('wrong flags: usage errors (exit 2)', async () => {
     for (const args of [['--bogus'], ['--rate', 'fast'], ['--duration', 'long'], ['--era', 'modern'], ['--args', '[1]'], ['--method', 'tools/call'],
-      ['--connections', '0'], ['--header', 'nocolon'], ['--max-errors', '200'], ['--era', '2026-07-28', '--session-per-call']]) {
+      ['--connections', '0'], ['--header', 'nocolon'], ['--max-errors', '200'], ['--era', '2026-07-28', '--session-per-call'],
+      ['--cancel-after', '0'], ['--cancel-after', '0.4ms'], ['--cancel-after', '2h'], ['--cancel-after', 'soon'], ['--cancel-after', '61m']]) {
       expect(() => benchOptions(['http://127.0.0.1:1/mcp', ...args], {}), args.join(' ')).toThrow(UsageError);
     }
     expect(() => benchOptions(['--tool', 'x'], {})).toThrow(/needs a URL/);
@@ -158,6 +182,10 @@ describe.concurrent('bad input: clear errors, exit codes, no stack trace', () =>
     expect(stdio.options.target).toEqual({ kind: 'stdio', command: 'node', args: ['server.js', '--stdio'] });
     expect(stdio.options).toMatchObject({ method: 'ping', rate: 2000, durationMs: 500 });
     expect(benchOptions(['127.0.0.1:1', '--compare', '127.0.0.1:2'], {}).repeats).toBe(3);
+    // --cancel-after: a bare number is ms (as documented), a duration reads as --duration's does.
+    const after = (t: string): number | undefined => benchOptions(['127.0.0.1:1', '--cancel-after', t], {}).options.cancelAfterMs;
+    expect([after('50'), after('50ms'), after('1.5s'), after('1m')]).toEqual([50, 50, 1500, 60_000]);
+    expect(benchOptions(['127.0.0.1:1'], {}).options.cancelAfterMs).toBeUndefined();
   });
 });
 
