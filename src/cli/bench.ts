@@ -23,8 +23,9 @@ export const kBenchUsage = `Usage:
 
   --tool <name>        the tool to call (tools/call); prompts/get: the prompt; resources/read: the URI
   --args <json>        the arguments, a JSON object (default {})
-  --method <m>         tools/call | tools/list | resources/read | prompts/get | ping
-                       (default tools/call with --tool, else ping)
+  --method <m>         tools/call | tools/list | resources/read | prompts/get | ping |
+                       server/discover (default tools/call with --tool, else ping, or
+                       server/discover with --era 2026-07-28; ping runs the legacy era)
   --connections <n>    concurrent connections (stdio: one server process each; default 10)
   --duration <t>       measured time, e.g. 30s, 500ms, 2m (default 30s)
   --warmup <t>         load before measuring, not counted (default 5s)
@@ -45,7 +46,7 @@ export const kBenchUsage = `Usage:
   --repeats <k>        rounds (default 1; with --compare, default 3)
 `;
 
-const kMethods = ['tools/call', 'tools/list', 'resources/read', 'prompts/get', 'ping'] as const;
+const kMethods = ['tools/call', 'tools/list', 'resources/read', 'prompts/get', 'ping', 'server/discover'] as const;
 
 function duration(name: string, text: string | undefined, fallback: number, min: number): number {
   if (text === undefined) return fallback;
@@ -63,6 +64,17 @@ function cancelAfter(text: string | undefined): number | undefined {
   const ms = /^\s*\d+\s*$/.test(text) ? Number(text) : parseDuration(text);
   if (ms === undefined || ms < 1 || ms > 3_600_000) throw new UsageError(`--cancel-after must be 1 ms to 1 h, as milliseconds (50) or a duration (50ms, 1.5s), got ${JSON.stringify(text)}`);
   return ms;
+}
+
+/**
+ * `--method`, or without it tools/call with --tool, else the era's lightest request: ping (legacy
+ * only; 2026-07-28 removed it), or server/discover when the run is told 2026-07-28.
+ */
+function loadMethod(flag: string | undefined, tool: string | undefined, era: BenchEra): BenchMethod {
+  const method = (choiceFlag('method', flag, kMethods) ?? (tool !== undefined ? 'tools/call' : era === '2026-07-28' ? 'server/discover' : 'ping')) as BenchMethod;
+  if (method === 'ping' && era === '2026-07-28') throw new UsageError('ping was removed in 2026-07-28: --method server/discover is its lightest request');
+  if (method === 'server/discover' && era === 'legacy') throw new UsageError('server/discover is a 2026-07-28 request: --method ping is the legacy era\'s lightest');
+  return method;
 }
 
 /** Parses the bench flags into the run's options (and the output choices). */
@@ -93,7 +105,8 @@ export function benchOptions(argv: readonly string[], env: NodeJS.ProcessEnv = p
   const target: BenchOptions['target'] = command.length > 0
     ? { kind: 'stdio', command: command[0]!, args: command.slice(1) }
     : { kind: 'http', url: endpointUrl(positionals[0]!).href };
-  const method = (choiceFlag('method', values.method, kMethods) ?? (values.tool === undefined ? 'ping' : 'tools/call')) as BenchMethod;
+  const era = (choiceFlag('era', values.era, ['auto', 'legacy', '2026-07-28'] as const) ?? 'auto') as BenchEra;
+  const method = loadMethod(values.method, values.tool, era);
   if ((method === 'tools/call' || method === 'prompts/get' || method === 'resources/read') && values.tool === undefined) {
     throw new UsageError(`--method ${method} needs --tool <${method === 'resources/read' ? 'uri' : 'name'}>`);
   }
@@ -123,7 +136,6 @@ export function benchOptions(argv: readonly string[], env: NodeJS.ProcessEnv = p
   const rate = values.rate === undefined ? undefined : parseRate(values.rate);
   if (values.rate !== undefined && rate === undefined) throw new UsageError(`--rate must be requests per second like 500/s, got ${JSON.stringify(values.rate)}`);
   const connections = integerFlag('connections', values.connections, 1, 10_000) ?? 10;
-  const era = (choiceFlag('era', values.era, ['auto', 'legacy', '2026-07-28'] as const) ?? 'auto') as BenchEra;
   const sessionPerCall = values['session-per-call'] === true;
   if (sessionPerCall && era === '2026-07-28') throw new UsageError('--session-per-call is for the legacy era (2026-07-28 has no sessions)');
   let maxErrors = 1;

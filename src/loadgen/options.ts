@@ -3,8 +3,8 @@
  * the worker_threads boundary by structured clone).
  */
 
-/** The MCP methods a run can load. */
-export type BenchMethod = 'tools/call' | 'tools/list' | 'resources/read' | 'prompts/get' | 'ping';
+/** The MCP methods a run can load (`ping` is the legacy era's only; `server/discover` the 2026-07-28 era's). */
+export type BenchMethod = 'tools/call' | 'tools/list' | 'resources/read' | 'prompts/get' | 'ping' | 'server/discover';
 
 /** `--era`: negotiated (`auto`), or forced. */
 export type BenchEra = 'auto' | 'legacy' | '2026-07-28';

@@ -103,9 +103,10 @@ export async function probe(options: BenchOptions): Promise<Negotiated> {
 }
 
 async function negotiate(options: BenchOptions): Promise<Negotiated> {
-  if (options.era === 'legacy') return openLegacy(options);
+  // ping exists only in the legacy era, server/discover only in 2026-07-28: either settles `auto`.
+  if (options.era === 'legacy' || options.method === 'ping') return openLegacy(options);
   const modern: Negotiated = { era: 'modern', version: kModernVersion };
-  if (options.era === '2026-07-28') return modern;
+  if (options.era === '2026-07-28' || options.method === 'server/discover') return modern;
   const { outcome, target } = await once(options, modern, 'server/discover');
   await target.close().catch(() => {});
   if (outcome.kind === 'ok') return modern;

@@ -37,6 +37,26 @@ describe('open loop against a server that stalls 500 ms once', () => {
   });
 });
 
+describe('without --tool: the era\'s lightest request', () => {
+  it('against Sluice (both eras): ping runs the legacy era, server/discover the 2026-07-28 one', async () => {
+    // `sluice bench URL` sent ping in 2026-07-28 (server/discover answered), which has no ping: exit 2.
+    const sluice = await serveCli(['--port', '0']);
+    try {
+      const common = ['--duration', '0.5s', '--warmup', '0s', '--connections', '2'];
+      const plain = await benchJson([sluice.url, ...common]);
+      expect(plain.code, plain.stderr).toBe(0);
+      expect(plain.json).toMatchObject({ era: 'legacy', method: 'ping', errors: { total: 0 } });
+      expect(plain.json!.requests).toBeGreaterThan(10);
+      const discover = await benchJson([sluice.url, '--method', 'server/discover', ...common]);
+      expect(discover.code, discover.stderr).toBe(0);
+      expect(discover.json).toMatchObject({ era: '2026-07-28', method: 'server/discover', errors: { total: 0 } });
+      expect(discover.json!.requests).toBeGreaterThan(10);
+    } finally {
+      await sluice.stop();
+    }
+  });
+});
+
 describe('--cancel-after', () => {
   let sluice: Serving;
   beforeAll(async () => { sluice = await serveCli(['--port', '0']); });
@@ -182,6 +202,11 @@ describe.concurrent('bad input: clear errors, exit codes, no stack trace', () =>
     expect(stdio.options.target).toEqual({ kind: 'stdio', command: 'node', args: ['server.js', '--stdio'] });
     expect(stdio.options).toMatchObject({ method: 'ping', rate: 2000, durationMs: 500 });
     expect(benchOptions(['127.0.0.1:1', '--compare', '127.0.0.1:2'], {}).repeats).toBe(3);
+    // Without --tool: ping, which exists only in the legacy era; server/discover when told 2026-07-28.
+    expect(benchOptions(['127.0.0.1:1', '--era', '2026-07-28'], {}).options.method).toBe('server/discover');
+    expect(benchOptions(['127.0.0.1:1', '--era', 'legacy'], {}).options.method).toBe('ping');
+    expect(() => benchOptions(['127.0.0.1:1', '--era', '2026-07-28', '--method', 'ping'], {})).toThrow(/ping was removed in 2026-07-28/);
+    expect(() => benchOptions(['127.0.0.1:1', '--era', 'legacy', '--method', 'server/discover'], {})).toThrow(/server\/discover is a 2026-07-28 request/);
     // --cancel-after: a bare number is ms (as documented), a duration reads as --duration's does.
     const after = (t: string): number | undefined => benchOptions(['127.0.0.1:1', '--cancel-after', t], {}).options.cancelAfterMs;
     expect([after('50'), after('50ms'), after('1.5s'), after('1m')]).toEqual([50, 50, 1500, 60_000]);
