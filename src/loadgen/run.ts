@@ -132,6 +132,9 @@ export interface CompareResult {
 
 /** Interleaved rounds of two targets; the order alternates so neither always runs on a warmer machine. */
 export async function runCompare(a: BenchOptions, b: BenchOptions, repeats: number, io: RunIo = {}): Promise<CompareResult> {
+  // Both probed first: a second server that cannot take the load is refused before the first is loaded.
+  await probe(a);
+  await probe(b);
   const rounds: { a: BenchSummary; b: BenchSummary }[] = [];
   for (let i = 0; i < repeats; i++) {
     if (i % 2 === 0) {

@@ -9,7 +9,7 @@ import { runCli, serveCli } from '../cli/helpers.js';
 import type { Serving } from '../cli/helpers.js';
 import { benchOptions } from '../../src/cli/bench.js';
 import { UsageError } from '../../src/cli/flags.js';
-import { benchJson, startFixture, tallyPath } from './helpers.js';
+import { benchJson, startFixture, tally, tallyPath } from './helpers.js';
 
 const kNoStack = /\n\s+at |Error: .*\n\s+at /;
 
@@ -233,6 +233,22 @@ describe('--compare', () => {
       expect(r.min).toBeCloseTo(Math.min(...expected), 2);
       expect(r.max).toBeCloseTo(Math.max(...expected), 2);
       expect(c.ratios.p50Ms.median).toBeGreaterThan(0);
+    } finally {
+      await a.stop();
+      await b.stop();
+    }
+  });
+
+  it('a second server that cannot take the load is refused before the first is loaded', async () => {
+    // It was found only after a whole round against the first (by default 5 s warm-up and 30 s).
+    const path = tallyPath();
+    const a = await startFixture('bench-peers.mjs', ['v1-stateless', path]);
+    const b = await serveCli(['--port', '0']); // the demo tools: no tally
+    try {
+      const run = await runCli(['bench', a.url, '--compare', b.url, '--tool', 'tally', '--args', '{"text":"x"}', '--duration', '3s', '--warmup', '0s', '--connections', '2']);
+      expect(run.code).toBe(2);
+      expect(run.stderr).toMatch(/has no tool "tally"/);
+      expect(tally(path)).toBe(1); // the probe's one call, no round
     } finally {
       await a.stop();
       await b.stop();
