@@ -24,7 +24,7 @@ export type SluiceErrorCode =
   | 'build_incomplete'
   /** Client: the call was made on, or was pending when, the transport closed. */
   | 'transport_closed'
-  /** Client: the server process exited with the call pending. */
+  /** Client: the server process exited with the call pending, or did not start (the message names the exit code or the spawn error). */
   | 'server_exited'
   /** Client: the server no longer knows the legacy session (HTTP 404); the client renews it once. */
   | 'session_expired'

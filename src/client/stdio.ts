@@ -44,8 +44,10 @@ export class StdioClientTransport implements ClientTransport {
   #skipping = false;
   readonly #maxLine: number;
   #closed = false;
-  /** The server process has exited: a call made now would wait forever. */
+  /** The server process has exited (or never started): a call made now would wait forever. */
   #gone = false;
+  /** How it ended, for the calls that fail because of it. */
+  #ending = 'the server process exited';
   #exited: Promise<void>;
 
   constructor(options: StdioTransportOptions) {
@@ -55,10 +57,22 @@ export class StdioClientTransport implements ClientTransport {
       cwd: options.cwd,
       stdio: ['pipe', 'pipe', options.stderr ?? 'ignore'],
     });
-    this.#exited = new Promise((resolve) => this.#child.once('exit', () => resolve()));
-    this.#child.once('exit', () => {
+    this.#exited = new Promise((resolve) => {
+      this.#child.once('exit', () => resolve());
+      this.#child.once('error', () => { if (this.#child.pid === undefined) resolve(); });
+    });
+    this.#child.once('exit', (code, signal) => {
       this.#gone = true;
-      this.#afterOutput(() => this.#failAll(new SluiceError('server_exited', 'the server process exited')));
+      this.#ending = `the server process exited (${signal === null ? `code ${code}` : signal})`;
+      this.#afterOutput(() => this.#failAll(new SluiceError('server_exited', this.#ending)));
+    });
+    // A command that cannot start (not found, not executable) emits 'error' and never 'exit': without
+    // this listener the error event was thrown in the caller's process.
+    this.#child.once('error', (error) => {
+      if (this.#child.pid !== undefined) return;
+      this.#gone = true;
+      this.#ending = `the server process did not start (${error.message})`;
+      this.#failAll(new SluiceError('server_exited', this.#ending, { cause: error }));
     });
     this.#child.stdin?.on('error', () => {});
     const stdout = this.#child.stdout;
@@ -98,7 +112,7 @@ export class StdioClientTransport implements ClientTransport {
 
   send(message: JsonRpcMessage, options: SendOptions): Promise<JsonRpcMessage> {
     if (this.#closed) return Promise.reject(new SluiceError('transport_closed', 'the transport is closed'));
-    if (this.#gone) return Promise.reject(new SluiceError('server_exited', 'the server process exited'));
+    if (this.#gone) return Promise.reject(new SluiceError('server_exited', this.#ending));
     const key = JSON.stringify(message.id);
     const params = message.params as Record<string, unknown> | undefined;
     const progressToken = (params?._meta as Record<string, unknown> | undefined)?.progressToken;
@@ -182,7 +196,7 @@ export class StdioClientTransport implements ClientTransport {
     this.#closed = true;
     this.#failAll(new SluiceError('transport_closed', 'the transport was closed'));
     this.#child.stdin?.end();
-    if (this.#child.exitCode === null && this.#child.signalCode === null) {
+    if (this.#child.exitCode === null && this.#child.signalCode === null && this.#child.pid !== undefined) {
       const term = setTimeout(() => this.#child.kill('SIGTERM'), 1000);
       const kill = setTimeout(() => this.#child.kill('SIGKILL'), 3000);
       await this.#exited;

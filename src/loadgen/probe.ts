@@ -126,6 +126,8 @@ async function openLegacy(options: BenchOptions): Promise<Negotiated> {
       const message = error.message;
       if (/401/.test(message)) throw new BenchUsageError(message.replace(/^initialize failed: /, ''));
       if (/could not connect/.test(message)) throw new BenchUsageError(`${message.replace(/^initialize failed: /, '')}: is a server listening at ${where(options)}?`);
+      // A stdio server that never started, or ended before it answered: that, not its manners, is the news.
+      if (/the server process (did not start|exited)/.test(message)) throw new BenchUsageError(`${where(options)}: ${message.replace(/^initialize failed: the server process /, '')}`);
       throw new BenchUsageError(`${where(options)} does not answer like an MCP server (${message})`);
     }
     throw error;

@@ -70,7 +70,7 @@ function summaryTable(s: BenchSummary, label: string): string {
   const l = s.latencyMs;
   const rows: [string, string][] = [
     ['target', s.target], ['era', s.era === 'legacy' ? `legacy (${s.protocolVersion})` : s.era], ['request', `${s.method}${s.name === null ? '' : ` ${s.name}`}`],
-    ['load', `${s.mode === 'open' ? `open loop, ${s.rate} req/s` : 'closed loop'}; ${s.connections} connections; ${s.threads} threads; ${s.durationS} s`],
+    ['load', `${s.mode === 'open' ? `open loop, ${s.rate} req/s` : 'closed loop'}; ${s.connections} connection${s.connections === 1 ? '' : 's'}; ${s.threads} thread${s.threads === 1 ? '' : 's'}; ${s.durationS} s`],
     ['requests', `${s.requests} (${s.requestsPerSecond}/s)`],
     ['latency ms', `p50 ${l.p50} · p90 ${l.p90} · p99 ${l.p99} · p99.9 ${l.p999} · max ${l.max}`],
     ['errors', `${s.errors.total} (${(s.errors.rate * 100).toFixed(2)} %) ${Object.entries(s.errors.byKind).map(([k, n]) => `${k}: ${n}`).join(', ')}`],

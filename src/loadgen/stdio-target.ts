@@ -84,16 +84,18 @@ export class StdioTarget implements Target {
     });
     // A last line without its newline is still the server's last message.
     child.stdout.once('end', () => { if (this.#child === child && this.#buffer !== '') this.#read('\n'); });
-    child.once('error', () => {});
+    let unstarted: string | undefined;
+    child.once('error', (error) => { if (child.pid === undefined) unstarted = error.message; });
     // 'close', not 'exit': it comes once the process has exited and its output is all read, so an
     // answer written just before the exit counts (a call still waiting after it is a reset; one
     // whose pipe a child process holds open ends at the call's own timeout).
-    child.once('close', () => {
+    child.once('close', (code, signal) => {
       if (this.#child !== child) return;
       this.#child = undefined;
-      for (const [, resolve] of this.#waiting) resolve({ error: { code: undefined, message: `the server process exited${lastWords(this.#stderr)}` } });
+      const ended = unstarted !== undefined ? `the server process did not start (${unstarted})` : `the server process exited (${signal ?? `code ${code}`})`;
+      for (const [, resolve] of this.#waiting) resolve({ error: { code: undefined, message: `${ended}${lastWords(this.#stderr)}` } });
       this.#waiting.clear();
-      this.#finish({ kind: 'reset', detail: 'the server process exited' });
+      this.#finish({ kind: 'reset', detail: ended });
     });
   }
 

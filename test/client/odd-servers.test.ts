@@ -148,7 +148,7 @@ describe('SseReader', () => {
  * prints a line of 200 000 characters before its answer's line. Three end the server with their
  * answer: `last_words` writes it without a newline and exits; `late_words` exits at once and leaves
  * a child process, which holds stdout, to write it 300 ms later; `held_silence` exits leaving a
- * child that holds stdout for 5 s and writes nothing.
+ * child that holds stdout for 5 s and writes nothing; `exit_three` exits with code 3 and no answer.
  */
 const kStdioServer = `
 const rl = require('node:readline').createInterface({ input: process.stdin });
@@ -165,6 +165,7 @@ rl.on('line', (line) => {
   const heir = (code) => require('node:child_process').spawn(process.execPath, ['-e', code], { stdio: ['ignore', 'inherit', 'ignore'] });
   if (name === 'late_words') { heir('setTimeout(() => process.stdout.write(' + JSON.stringify(answer + '\\n') + '), 300)'); process.exit(0); }
   if (name === 'held_silence') { heir('setTimeout(() => {}, 5000)'); process.exit(0); }
+  if (name === 'exit_three') process.exit(3);
   send(JSON.parse(answer));
 });
 `;
@@ -203,6 +204,28 @@ describe('stdio: what a server prints on stdout besides its messages', () => {
       } finally {
         await client.close();
       }
+    }
+  });
+
+  it('a server that exits with no answer: server_exited naming its exit code', async () => {
+    const client = stdioClient();
+    try {
+      await expect(client.callTool('exit_three', {}, { timeoutMs: 5_000 })).rejects.toMatchObject({ code: 'server_exited', message: 'the server process exited (code 3)' });
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('a command that cannot start: the call fails with server_exited naming why, and close() returns', async () => {
+    // The spawn's 'error' event had no listener: it was thrown in the caller's process (uncaught).
+    const client = new Client(new StdioClientTransport({ command: '/nonexistent/sluice-server' }), { era: 'legacy' });
+    try {
+      await expect(client.callTool('echo', {}, { timeoutMs: 5_000 })).rejects.toMatchObject({
+        code: 'server_exited', message: 'the server process did not start (spawn /nonexistent/sluice-server ENOENT)',
+      });
+      await expect(client.callTool('echo', {}, { timeoutMs: 5_000 })).rejects.toMatchObject({ code: 'server_exited' });
+    } finally {
+      await client.close();
     }
   });
 

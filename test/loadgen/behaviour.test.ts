@@ -121,6 +121,16 @@ describe('--cancel-after against a server that answers a cancel with an error', 
 });
 
 describe.concurrent('bad input: clear errors, exit codes, no stack trace', () => {
+  it('a stdio server that cannot start, or exits at once: exit 2, says which and why', async () => {
+    const missing = await runCli(['bench', '--duration', '1s', '--', '/nonexistent/sluice-server']);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/did not start \(spawn \/nonexistent\/sluice-server ENOENT\)/);
+    const exits = await runCli(['bench', '--duration', '1s', '--', process.execPath, '-e', 'console.error("Error: no config"); process.exit(3)']);
+    expect(exits.code).toBe(2);
+    expect(exits.stderr).toMatch(/exited \(code 3\): Error: no config/);
+    for (const run of [missing, exits]) expect(run.stderr).not.toMatch(kNoStack);
+  });
+
   it('an unreachable URL: exit 2, says nothing listens there', async () => {
     const run = await runCli(['bench', 'http://127.0.0.1:1/mcp', '--tool', 'echo', '--duration', '1s']);
     expect(run.code).toBe(2);
