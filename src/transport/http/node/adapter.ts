@@ -2,12 +2,15 @@ import { createServer } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { SluiceError } from '../../../errors.js';
+import { dropLimit } from '../adapter.js';
 import type { AdapterOptions, Listening } from '../adapter.js';
 import type { BodyCallback, Exchange } from '../exchange.js';
 import { collectHeader, kAdapterRefusal, kMaxHeaderCount } from '../exchange.js';
 import { Connections } from './connections.js';
 import type { Connection } from './connections.js';
 import { nodeReusePort } from './reuse-port.js';
+
+const kJson: readonly (readonly [string, string])[] = [['content-type', 'application/json']];
 
 /** The keep-alive time responses advertise (`Keep-Alive: timeout=5`); `Connections` keeps to it. */
 const kKeepAliveMs = 5_000;
@@ -150,17 +153,20 @@ class NodeExchange implements Exchange {
   readBody(limit: number, done: BodyCallback): void {
     if (this.aborted) return done(undefined);
     const max = Math.min(limit, this.#options.maxBodyBytes);
+    const drop = dropLimit(max);
     const declared = Number(this.#headers.get('content-length'));
-    if (declared > max) return done(this.#tooLarge());
+    if (declared > drop) return done(this.#tooLarge(true));
     const req = this.#req;
     // Fast path: the parser has already seen the whole message (the endpoint read after awaiting,
     // e.g. authentication), so it sits in the stream's buffer: take it at once, with no listener.
     if (req.complete && !req.readableFlowing) {
       const body = (req.read() as Buffer | null) ?? Buffer.alloc(0);
-      return done(body.length > max ? this.#tooLarge() : body);
+      return done(body.length > max ? this.#tooLarge(false) : body);
     }
     const chunks: Buffer[] = [];
     let size = 0;
+    // Over the limit but within dropLimit: read to the end and dropped, then 413 (see dropLimit).
+    let dropping = declared > max;
     const finish = (body: Buffer | 'too_large' | undefined) => {
       if (this.#pendingBody !== done) return; // settled already (the exchange closed, or too large)
       this.#pendingBody = undefined;
@@ -175,14 +181,27 @@ class NodeExchange implements Exchange {
     req.on('data', (chunk: Buffer) => {
       if (this.#pendingBody !== done) return;
       size += chunk.length;
-      if (size > max) return finish(this.#tooLarge());
+      if (size > max) {
+        if (size > drop) return finish(this.#tooLarge(true));
+        dropping = true;
+        chunks.length = 0;
+        return;
+      }
       chunks.push(chunk);
     });
-    req.on('end', () => finish(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size)));
+    req.on('end', () => finish(dropping ? this.#tooLarge(false) : chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size)));
   }
 
-  #tooLarge(): 'too_large' {
+  /**
+   * 413. `cut`: the rest of the body is not read and the connection is closed; else the body has
+   * been read to its end, and the connection stays (see dropLimit).
+   */
+  #tooLarge(cut: boolean): 'too_large' {
     const { status, body } = kAdapterRefusal.payloadTooLarge;
+    if (!cut) {
+      this.respond(status, kJson, body);
+      return 'too_large';
+    }
     this.respond(status, [['connection', 'close'], ['content-type', 'application/json']], body);
     this.#req.resume();
     setImmediate(() => this.#req.destroy());

@@ -1,4 +1,5 @@
 import { SluiceError } from '../../../errors.js';
+import { dropLimit } from '../adapter.js';
 import type { AdapterOptions, Listening } from '../adapter.js';
 import type { BodyCallback, Exchange } from '../exchange.js';
 import { kAdapterRefusal, kStatusText } from '../exchange.js';
@@ -212,16 +213,24 @@ class UwsExchange implements Exchange {
     });
     if (method === 'POST' || method === 'PUT' || method === 'PATCH' || method === 'DELETE') {
       const declared = Number(this.#headers.get('content-length'));
-      if (declared > options.maxBodyBytes) {
-        this.#refuseTooLarge();
+      const drop = dropLimit(options.maxBodyBytes);
+      if (declared > drop) {
+        this.#refuseTooLarge(true);
         return;
       }
+      // Over the limit but within dropLimit: read to the end and dropped, then 413 (see dropLimit).
+      if (declared > options.maxBodyBytes) this.#startDropping();
       // Buffer from the start: chunks arriving before readBody is called must not be lost.
       res.onData((chunk, isLast) => {
-        if (this.#tooLarge || this.aborted) return;
+        if (this.#ended || this.aborted) return;
         this.#size += chunk.byteLength;
         if (this.#size > options.maxBodyBytes) {
-          this.#refuseTooLarge();
+          if (this.#size > drop) return this.#refuseTooLarge(true);
+          this.#startDropping();
+          if (isLast) {
+            this.#complete = true;
+            this.#refuseTooLarge(false);
+          }
           return;
         }
         // The ArrayBuffer is detached after this call: copy it. allocUnsafe takes small bodies from
@@ -263,7 +272,7 @@ class UwsExchange implements Exchange {
     if (this.#tooLarge) return done('too_large');
     if (this.aborted) return done(undefined);
     if (this.#size > limit) {
-      this.#refuseTooLarge();
+      this.#refuseTooLarge(!this.#complete);
       return done('too_large');
     }
     if (this.#complete) {
@@ -286,6 +295,7 @@ class UwsExchange implements Exchange {
   checkDeadline(now: number): void {
     if (this.#deadline === 0 || now < this.#deadline || this.#complete || this.aborted) return;
     this.#deadline = 0;
+    if (this.#tooLarge) return this.#refuseTooLarge(true); // a body being dropped, still not all in
     this.respond(408, [], '', true);
     this.#settle(undefined);
   }
@@ -299,11 +309,28 @@ class UwsExchange implements Exchange {
     waiter?.(body);
   }
 
-  #refuseTooLarge(): void {
+  /**
+   * Past maxBodyBytes, within dropLimit: what was kept is let go and a waiting read is told now;
+   * the chunks still to come are counted and dropped, and the 413 waits for the body's end.
+   */
+  #startDropping(): void {
     if (this.#tooLarge) return;
     this.#tooLarge = true;
+    this.#first = undefined;
+    this.#more = undefined;
+    const waiter = this.#waiter;
+    this.#waiter = undefined;
+    waiter?.('too_large');
+  }
+
+  /**
+   * 413. `cut`: the rest of the body is not read and the connection is closed; else the body has
+   * been read to its end and the connection stays (see dropLimit).
+   */
+  #refuseTooLarge(cut: boolean): void {
+    this.#tooLarge = true;
     const { status, body } = kAdapterRefusal.payloadTooLarge;
-    this.respond(status, [['content-type', 'application/json']], body, true);
+    this.respond(status, [['content-type', 'application/json']], body, cut);
     this.#settle('too_large');
   }
 
