@@ -6,6 +6,7 @@ import { kAdapterRefusal, kStatusText } from '../exchange.js';
 import { collectHeaders, framingFault } from './framing.js';
 import { loadUws } from './load.js';
 import type { UwsRequest, UwsResponse } from './load.js';
+import { OpenExchanges } from './open-exchanges.js';
 import { ConnectionPeers } from './peers.js';
 
 // One corked write or response without a closure per call (cork runs its callback synchronously).
@@ -55,7 +56,7 @@ function upperMethod(method: string): string {
 /** uWebSockets.js adapter. Several threads may listen on one port (SO_REUSEPORT, Linux). */
 export function listenUws(options: AdapterOptions): Promise<Listening> {
   const uws = loadUws();
-  const open = new OpenExchanges();
+  const open = new OpenExchanges<UwsExchange>();
   const peers = new ConnectionPeers();
   const app = uws.App();
   // Before any connection can open: a connection whose opening went unreported would be taken
@@ -104,46 +105,6 @@ export function listenUws(options: AdapterOptions): Promise<Listening> {
   });
 }
 
-/**
- * The exchanges of one listener not yet ended (the body sweep and close walk them): a list linked
- * through the exchanges, so joining and leaving it cost no hashing, unlike a Set.
- */
-class OpenExchanges {
-  #first: UwsExchange | undefined;
-  size = 0;
-
-  add(ex: UwsExchange): void {
-    const first = this.#first;
-    ex.linkNext = first;
-    ex.linkPrev = undefined;
-    if (first !== undefined) first.linkPrev = ex;
-    this.#first = ex;
-    ex.listed = true;
-    this.size++;
-  }
-
-  delete(ex: UwsExchange): void {
-    if (!ex.listed) return;
-    ex.listed = false;
-    const { linkPrev: prev, linkNext: next } = ex;
-    if (prev === undefined) this.#first = next;
-    else prev.linkNext = next;
-    if (next !== undefined) next.linkPrev = prev;
-    ex.linkPrev = undefined;
-    ex.linkNext = undefined;
-    this.size--;
-  }
-
-  /** Calls `fn` on each; `fn` may remove the exchange it is given. */
-  forEach(fn: (ex: UwsExchange) => void): void {
-    for (let ex = this.#first; ex !== undefined;) {
-      const next = ex.linkNext;
-      fn(ex);
-      ex = next;
-    }
-  }
-}
-
 class UwsExchange implements Exchange {
   readonly method: string;
   readonly path: string;
@@ -154,7 +115,7 @@ class UwsExchange implements Exchange {
   #remoteAddress: string | undefined;
   readonly #res: UwsResponse;
   readonly #headers = new Map<string, string>();
-  readonly #open: OpenExchanges;
+  readonly #open: OpenExchanges<UwsExchange>;
   readonly #peers: ConnectionPeers;
   /** Links of `OpenExchanges` (while listed). */
   linkPrev: UwsExchange | undefined = undefined;
@@ -183,7 +144,7 @@ class UwsExchange implements Exchange {
   #held = 0;
   #watching = false;
 
-  constructor(res: UwsResponse, req: UwsRequest, options: AdapterOptions, open: OpenExchanges, peers: ConnectionPeers) {
+  constructor(res: UwsResponse, req: UwsRequest, options: AdapterOptions, open: OpenExchanges<UwsExchange>, peers: ConnectionPeers) {
     this.#res = res;
     this.#open = open;
     this.#peers = peers;
