@@ -38,6 +38,9 @@ export type RpcError = ProtocolError;
 
 type Result = Record<string, unknown>;
 
+/** The longest delay setTimeout holds (2^31 - 1 ms, about 24.8 days). */
+const kMaxTimeoutMs = 2 ** 31 - 1;
+
 /** What #raw takes besides the caller's options: the tasks opt-in, and answers to server requests. */
 interface RawOptions extends RequestOptions {
   /** 2026-07-28: opt in to the tasks extension for this request. */
@@ -160,10 +163,16 @@ export class Client {
    * the function that stops watching.
    */
   #watch(options: RequestOptions, onCancel: (reason: string) => void): () => void {
+    const timeoutMs = options.timeoutMs;
+    // setTimeout runs a delay it cannot hold (NaN, negative, over 2^31-1 ms) after 1 ms: such a
+    // timeout cancelled the call at once.
+    if (timeoutMs !== undefined && !(timeoutMs >= 0 && (timeoutMs <= kMaxTimeoutMs || timeoutMs === Infinity))) {
+      throw new SluiceError('invalid_option', `timeoutMs must be milliseconds from 0 to ${kMaxTimeoutMs}, or Infinity for none; got ${String(timeoutMs)}`);
+    }
     let timer: ReturnType<typeof setTimeout> | undefined;
     const onAbort = () => onCancel(reasonOf(options.signal?.reason));
     options.signal?.addEventListener('abort', onAbort, { once: true });
-    if (options.timeoutMs !== undefined) timer = setTimeout(() => onCancel(`timed out after ${options.timeoutMs} ms`), options.timeoutMs);
+    if (timeoutMs !== undefined && timeoutMs !== Infinity) timer = setTimeout(() => onCancel(`timed out after ${timeoutMs} ms`), timeoutMs);
     return () => {
       if (timer !== undefined) clearTimeout(timer);
       options.signal?.removeEventListener('abort', onAbort);

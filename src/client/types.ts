@@ -8,7 +8,10 @@ import type { ContentBlock, PromptArgument, PromptMessage, ResourceContents } fr
 export interface RequestOptions {
   /** Aborting rejects the call at once with a CancelledError carrying the reason, and tells the server. */
   signal?: AbortSignal;
-  /** Cancels the call (the same way) after this many milliseconds. */
+  /**
+   * Cancels the call (the same way) after this many milliseconds: 0 to 2^31 - 1, or Infinity for
+   * none; anything else fails the call with `invalid_option`.
+   */
   timeoutMs?: number;
   /** Progress notifications for this call (a progress token is sent only when this is given). */
   onProgress?: (progress: { progress: number; total?: number; message?: string }) => void;

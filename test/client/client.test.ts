@@ -78,6 +78,19 @@ describe('the client against a Sluice server, per transport', () => {
     expect(await client.discover()).toMatchObject({ supportedVersions: expect.arrayContaining(['2026-07-28']) });
     await expect(client.callTool('nope')).rejects.toMatchObject({ rpcCode: -32602 });
   });
+
+  it('timeoutMs: one setTimeout cannot hold is refused, not a call cancelled after 1 ms; Infinity is none', async () => {
+    running = await startServer();
+    const client = track(new Client(new HttpClientTransport({ url: running.address.url })));
+    // 2^31 ms and up, negative and NaN: setTimeout runs them after 1 ms, which cancelled the call at once.
+    for (const timeoutMs of [2 ** 31, 30 * 24 * 3600 * 1000, -5, NaN]) {
+      await expect(client.callTool('block', { ms: 100 }, { timeoutMs }), String(timeoutMs)).rejects.toMatchObject({ code: 'invalid_option' });
+      await expect(client.callTool('block', { ms: 100 }, { task: true, timeoutMs }), `task ${timeoutMs}`).rejects.toMatchObject({ code: 'invalid_option' });
+    }
+    for (const timeoutMs of [2 ** 31 - 1, Infinity]) {
+      expect((await client.callTool('block', { ms: 100 }, { timeoutMs })).content, String(timeoutMs)).toBeDefined();
+    }
+  });
 });
 
 describe('stdio wire order and demultiplexing', () => {
