@@ -168,7 +168,7 @@ async function run(argv: readonly string[]): Promise<number> {
   if (values.bearer !== undefined && typeof values.stdio === 'string') throw new UsageError('--bearer goes with a URL, not --stdio (a stdio server takes its credentials from its environment)');
   const client: ClientFlags = {
     stdio: typeof values.stdio === 'string' ? values.stdio : undefined,
-    timeoutMs: integerFlag('timeout', values.timeout, 1),
+    timeoutMs: integerFlag('timeout', values.timeout, 1, 2 ** 31 - 1), // setTimeout's longest delay
     era: choiceFlag('era', values.era, ['auto', 'legacy', 'modern'] as const) ?? 'auto',
     json: values.json === true,
     task: values.task === true,

@@ -41,6 +41,18 @@ type Result = Record<string, unknown>;
 /** The longest delay setTimeout holds (2^31 - 1 ms, about 24.8 days). */
 const kMaxTimeoutMs = 2 ** 31 - 1;
 
+/**
+ * The caller's timeoutMs, refused when setTimeout cannot hold it: it runs NaN, a negative delay or
+ * one over 2^31 - 1 ms after 1 ms, which cancelled the call at once. Infinity: none.
+ */
+function checkedTimeout(options: RequestOptions): number | undefined {
+  const timeoutMs = options.timeoutMs;
+  if (timeoutMs !== undefined && !(timeoutMs >= 0 && (timeoutMs <= kMaxTimeoutMs || timeoutMs === Infinity))) {
+    throw new SluiceError('invalid_option', `timeoutMs must be milliseconds from 0 to ${kMaxTimeoutMs}, or Infinity for none; got ${String(timeoutMs)}`);
+  }
+  return timeoutMs;
+}
+
 /** What #raw takes besides the caller's options: the tasks opt-in, and answers to server requests. */
 interface RawOptions extends RequestOptions {
   /** 2026-07-28: opt in to the tasks extension for this request. */
@@ -163,12 +175,7 @@ export class Client {
    * the function that stops watching.
    */
   #watch(options: RequestOptions, onCancel: (reason: string) => void): () => void {
-    const timeoutMs = options.timeoutMs;
-    // setTimeout runs a delay it cannot hold (NaN, negative, over 2^31-1 ms) after 1 ms: such a
-    // timeout cancelled the call at once.
-    if (timeoutMs !== undefined && !(timeoutMs >= 0 && (timeoutMs <= kMaxTimeoutMs || timeoutMs === Infinity))) {
-      throw new SluiceError('invalid_option', `timeoutMs must be milliseconds from 0 to ${kMaxTimeoutMs}, or Infinity for none; got ${String(timeoutMs)}`);
-    }
+    const timeoutMs = checkedTimeout(options);
     let timer: ReturnType<typeof setTimeout> | undefined;
     const onAbort = () => onCancel(reasonOf(options.signal?.reason));
     options.signal?.addEventListener('abort', onAbort, { once: true });
@@ -181,6 +188,7 @@ export class Client {
 
   /** Waits for the connection, but no longer than the caller's signal or timeout allows. */
   #connectFor(options: RequestOptions): Promise<void> {
+    checkedTimeout(options); // before connecting: a refusal must not leave a connection attempt unwatched
     const connecting = this.connect();
     if (options.signal === undefined && options.timeoutMs === undefined) return connecting;
     return new Promise((resolve, reject) => {

@@ -90,6 +90,12 @@ describe('the client against a Sluice server, per transport', () => {
     for (const timeoutMs of [2 ** 31 - 1, Infinity]) {
       expect((await client.callTool('block', { ms: 100 }, { timeoutMs })).content, String(timeoutMs)).toBeDefined();
     }
+    // Refused before connecting: closing at once leaves no connection attempt to reject unhandled
+    // (`sluice call --timeout 3000000000` crashed that way with a stack trace).
+    const fresh = new Client(new HttpClientTransport({ url: running.address.url }));
+    await expect(fresh.callTool('echo', { text: 'x' }, { timeoutMs: NaN })).rejects.toMatchObject({ code: 'invalid_option' });
+    await fresh.close();
+    await new Promise((resolve) => setTimeout(resolve, 200));
   });
 });
 
