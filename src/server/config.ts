@@ -42,6 +42,8 @@ export function resolveConfig(options: ServerOptions, sink?: ServerLogSink): Ser
   const verifyToken = verifyOption(options.auth);
   // A function cannot reach the HTTP workers: a tools module exports verifyToken instead.
   if (tools.module !== undefined && verifyToken !== undefined) throw new SluiceError('invalid_option', 'auth.verify works with in-process tools only: export verifyToken from the tools module instead');
+  // Ignored, it would let every request through anonymously while its author believes it checks them.
+  if (tools.module !== undefined && options.authenticate !== undefined) throw new SluiceError('invalid_option', 'authenticate works with in-process tools only: export authenticate from the tools module instead');
   checkPrincipalSource(resolved, options.authenticate);
   return Object.freeze({
     // Frozen through (key bytes stay as they are: a typed array cannot be frozen).

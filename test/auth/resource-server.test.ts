@@ -325,6 +325,16 @@ describe('auth options', () => {
     expect(() => createServer({ tools, auth: base, authenticate: () => ({ id: 'x' }) })).toThrow(/exclusive/);
   });
 
+  it('an in-process authenticate with a tools module is refused, as auth.verify is, not dropped', () => {
+    // The HTTP workers load the module and take its exports: the function never reached them, so
+    // every request was served anonymously, a hook that throws included.
+    const module = new URL('../fixtures/server-tools.mjs', import.meta.url);
+    expect(() => createServer({ tools: module, authenticate: () => { throw new Error('no'); } })).toThrow(expect.objectContaining({
+      code: 'invalid_option', message: expect.stringContaining('export authenticate from the tools module'),
+    }));
+    expect(() => createServer({ tools: module.href, authenticate: () => ({ id: 'x' }) })).toThrow(expect.objectContaining({ code: 'invalid_option' }));
+  });
+
   it('a definition with bad scopes is refused', () => {
     expect(() => defineTool({ name: 't', description: '', inputSchema: { type: 'object' }, scopes: ['a"b'], handler: () => '' })).toThrow(expect.objectContaining({ code: 'invalid_definition' }));
   });
