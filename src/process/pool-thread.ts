@@ -7,7 +7,7 @@ import type { CatalogNames } from '../catalog/catalog.js';
 import { Refusal, checkArguments, errorText, thrownResult, toToolResult, toolFailure } from '../tools/define.js';
 import type { CallToolResult, Tool } from '../tools/define.js';
 import { epochNow } from '../tools/pool.js';
-import { endRelay, relayedSinks } from '../tools/pool-relay.js';
+import { RelayOut } from '../tools/pool-relay.js';
 import { describeFailure } from '../tools/result.js';
 import { trustSchemasCheckedElsewhere } from '../tools/schema.js';
 import type { PoolOutcome, PoolTask, PoolThreadData, PoolThreadLoad, PoolThreadMessage } from '../tools/pool.js';
@@ -77,8 +77,18 @@ function loadTools(data: PoolThreadData): Promise<{ tools: Map<string, Tool>; se
 /** Inside a pool thread: adopt the request's row and run the handler (in its span, when traced). */
 export async function runPoolTask(data: PoolThreadData, task: PoolTask): Promise<PoolOutcome> {
   const waitedMs = Math.max(0, epochNow() - task.queuedAt);
-  const outcome = spans === undefined || task.trace === undefined ? await runTool(data, task) : await spans.run(task.name, task.trace, () => runTool(data, task), outcomeOf);
-  return { ...outcome, waitedMs };
+  const relay = new RelayOut(task.wants, postToOwner);
+  try {
+    const outcome = spans === undefined || task.trace === undefined ? await runTool(data, task, relay) : await spans.run(task.name, task.trace, () => runTool(data, task, relay), outcomeOf);
+    return { ...outcome, waitedMs, relayed: relay.end() };
+  } finally {
+    relay.end(); // thrown past: the owner forgets the call; a timer the tool left behind sends nothing
+  }
+}
+
+/** A relayed message goes to the pool's owner on this thread's port (piscina's 'message' there). */
+function postToOwner(message: unknown): void {
+  parentPort?.postMessage(message);
 }
 
 /** A pool outcome as a span's `error.type`: '' for success. */
@@ -87,12 +97,11 @@ function outcomeOf(outcome: PoolOutcome): string {
   return outcome.result.isError === true ? 'tool_error' : '';
 }
 
-async function runTool(data: PoolThreadData, task: PoolTask): Promise<PoolOutcome> {
+async function runTool(data: PoolThreadData, task: PoolTask, relay: RelayOut): Promise<PoolOutcome> {
   registry ??= attachRegistry(data.registry);
   const tool = (await loadTools(data)).tools.get(task.name);
   if (tool === undefined) throw new Error(`the pool's tools module has no tool named ${task.name}`);
-  const port = task.relay;
-  const ctx = new ToolContext(registry.adopt(task.ref), { ...relayedSinks(port, task.wants), auth: task.auth, input: task.input });
+  const ctx = new ToolContext(registry.adopt(task.ref), { ...relay.sinks(), auth: task.auth, input: task.input });
   try {
     // Checked by the HTTP worker already; again here, with this thread's copy of the tool, so the
     // handler gets the schema's parsed value (a Standard Schema may transform) made in its own thread.
@@ -109,8 +118,6 @@ async function runTool(data: PoolThreadData, task: PoolTask): Promise<PoolOutcom
     if (error instanceof ProtocolError) return { ok: false, error: plainProtocolError(error) };
     // The value stays here: its description goes to the HTTP worker's failure log, unless it was the cancel.
     return { ok: true, result: thrownResult(error), thrown: error instanceof CancelledError || ctx.cancelled ? undefined : describeFailure(error) };
-  } finally {
-    endRelay(port);
   }
 }
 

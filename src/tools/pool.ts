@@ -1,10 +1,10 @@
 import type { AuthInfo } from '../auth/contract.js';
-import type { MessagePort, Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import type { Registry, RegistryDescriptor, TrackHandle } from '../registry/index.js';
 import type { RequestInput } from './context.js';
 import type { CallToolResult } from './define.js';
-import { openRelay } from './pool-relay.js';
+import { RelayHub } from './pool-relay.js';
 import type { PoolSinks, RelayWants } from './pool-relay.js';
 import type { ProtocolErrorWire } from '../errors.js';
 import { ProtocolError, SluiceError } from '../errors.js';
@@ -28,6 +28,8 @@ export type PoolOutcome = (
 ) & {
   /** How long the call waited, from `run` until a pool thread started it (ms). */
   readonly waitedMs?: number | undefined;
+  /** Messages the tool relayed (pool-relay.ts): the owner answers once it has them all. */
+  readonly relayed?: number | undefined;
 };
 
 /**
@@ -45,8 +47,7 @@ export interface PoolTask {
   name: string;
   args: Record<string, unknown>;
   ref: TrackHandle['ref'];
-  /** Where the tool's progress, log messages and list changes go (pool-relay.ts), and which it may send. */
-  relay: MessagePort | undefined;
+  /** What the tool may relay to its request (progress, log messages, list changes; pool-relay.ts), under which id. */
   wants: RelayWants | undefined;
   /** The caller's verified token (`ctx.auth`), plain data; undefined without `auth`. */
   auth?: AuthInfo | undefined;
@@ -157,6 +158,8 @@ export class ToolPool {
   #firstThreads: Set<number> | undefined;
   /** What went wrong in the first threads (the first problem is what `started` rejects with). */
   readonly #firstProblems: string[] = [];
+  /** The calls whose tools may relay to their request. */
+  readonly #relays = new RelayHub();
 
   constructor(options: ToolPoolOptions) {
     const threads = options.threads ?? 1;
@@ -171,10 +174,15 @@ export class ToolPool {
       minThreads: threads,
       maxThreads: threads,
       idleTimeout: 60_000,
+      // piscina's default ('sync') parks an idle thread in Atomics.wait, which stops its event loop:
+      // whatever a tool or the tracing module left running (an OpenTelemetry batch export, a
+      // metrics reader, a socket's keep-alive, a timer) waited for the next pool call, forever on a
+      // quiet pool. 'async' waits with Atomics.waitAsync and the loop keeps running.
+      atomics: 'async',
       workerData: data,
     });
     this.#piscina.on('message', (message: unknown) => {
-      if (!isPoolThreadMessage(message)) return;
+      if (this.#relays.receive(message) || !isPoolThreadMessage(message)) return;
       if (message.state !== 'ready') return this.#adoptNew(); // a replacement thread piscina started after a kill
       if (message.loaded !== undefined) this.#judge(message.loaded, message.threadId);
       this.#settle(message.threadId, true);
@@ -250,16 +258,19 @@ export class ToolPool {
     // So do the client's answers and capabilities (the state is the server's own, sealed).
     const inputProblem = input === undefined ? undefined : valueProblem(input.inputResponses, kMaxValueDepth) ?? valueProblem(input.clientCapabilities, kMaxValueDepth);
     if (inputProblem !== undefined) throw new ProtocolError(-32602, `inputResponses or client capabilities are ${inputProblem.message}`);
-    const relay = openRelay(call);
-    const task: PoolTask = { name, args, ref: handle.ref, relay: relay?.port, wants: relay?.wants, auth, trace: activeTrace(), queuedAt: epochNow(), input };
+    const wants = this.#relays.open(call);
+    const task: PoolTask = { name, args, ref: handle.ref, wants, auth, trace: activeTrace(), queuedAt: epochNow(), input };
+    let outcome: PoolOutcome;
     try {
-      const outcome = (await this.#piscina.run(task, { signal, transferList: relay === undefined ? [] : [relay.port] })) as PoolOutcome;
-      await relay?.drained(); // what the tool sent before returning reaches the request before its answer
-      if (outcome.waitedMs !== undefined) this.#onQueueWait?.(name, outcome.waitedMs / 1000);
-      return outcome;
-    } finally {
-      relay?.close();
+      outcome = (await this.#piscina.run(task, { signal })) as PoolOutcome;
+    } catch (error) {
+      if (wants !== undefined) this.#relays.forget(wants.id);
+      throw error;
     }
+    // What the tool sent before returning reaches the request before its answer.
+    if (wants !== undefined) await this.#relays.settled(wants.id, outcome.relayed ?? 0);
+    if (outcome.waitedMs !== undefined) this.#onQueueWait?.(name, outcome.waitedMs / 1000);
+    return outcome;
   }
 
   /**
