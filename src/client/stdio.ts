@@ -57,21 +57,22 @@ export class StdioClientTransport implements ClientTransport {
       cwd: options.cwd,
       stdio: ['pipe', 'pipe', options.stderr ?? 'ignore'],
     });
-    this.#exited = new Promise((resolve) => {
-      this.#child.once('exit', () => resolve());
-      this.#child.once('error', () => { if (this.#child.pid === undefined) resolve(); });
-    });
+    let ended!: () => void;
+    this.#exited = new Promise((resolve) => { ended = resolve; });
     this.#child.once('exit', (code, signal) => {
       this.#gone = true;
       this.#ending = `the server process exited (${signal === null ? `code ${code}` : signal})`;
+      ended();
       this.#afterOutput(() => this.#failAll(new SluiceError('server_exited', this.#ending)));
     });
     // A command that cannot start (not found, not executable) emits 'error' and never 'exit': without
-    // this listener the error event was thrown in the caller's process.
-    this.#child.once('error', (error) => {
-      if (this.#child.pid !== undefined) return;
+    // this listener the error event was thrown in the caller's process. (Once started, a child's
+    // 'error' is a failed kill or message: nothing to do.)
+    this.#child.on('error', (error) => {
+      if (this.#child.pid !== undefined || this.#gone) return;
       this.#gone = true;
       this.#ending = `the server process did not start (${error.message})`;
+      ended();
       this.#failAll(new SluiceError('server_exited', this.#ending, { cause: error }));
     });
     this.#child.stdin?.on('error', () => {});

@@ -85,7 +85,7 @@ export class StdioTarget implements Target {
     // A last line without its newline is still the server's last message.
     child.stdout.once('end', () => { if (this.#child === child && this.#buffer !== '') this.#read('\n'); });
     let unstarted: string | undefined;
-    child.once('error', (error) => { if (child.pid === undefined) unstarted = error.message; });
+    child.on('error', (error) => { if (child.pid === undefined) unstarted = error.message; }); // after a start: a failed kill, nothing to do
     // 'close', not 'exit': it comes once the process has exited and its output is all read, so an
     // answer written just before the exit counts (a call still waiting after it is a reset; one
     // whose pipe a child process holds open ends at the call's own timeout).

@@ -11,6 +11,7 @@ import type { Connection } from './connections.js';
 import { nodeReusePort } from './reuse-port.js';
 
 const kJson: readonly (readonly [string, string])[] = [['content-type', 'application/json']];
+const kJsonClose: readonly (readonly [string, string])[] = [['connection', 'close'], ...kJson];
 
 /** The keep-alive time responses advertise (`Keep-Alive: timeout=5`); `Connections` keeps to it. */
 const kKeepAliveMs = 5_000;
@@ -202,7 +203,7 @@ class NodeExchange implements Exchange {
       this.respond(status, kJson, body);
       return 'too_large';
     }
-    this.respond(status, [['connection', 'close'], ['content-type', 'application/json']], body);
+    this.respond(status, kJsonClose, body);
     this.#req.resume();
     setImmediate(() => this.#req.destroy());
     return 'too_large';
