@@ -45,12 +45,11 @@ const kMaxTimeoutMs = 2 ** 31 - 1;
  * The caller's timeoutMs, refused when setTimeout cannot hold it: it runs NaN, a negative delay or
  * one over 2^31 - 1 ms after 1 ms, which cancelled the call at once. Infinity: none.
  */
-function checkedTimeout(options: RequestOptions): number | undefined {
+function checkedTimeout(options: RequestOptions): void {
   const timeoutMs = options.timeoutMs;
   if (timeoutMs !== undefined && !(timeoutMs >= 0 && (timeoutMs <= kMaxTimeoutMs || timeoutMs === Infinity))) {
     throw new SluiceError('invalid_option', `timeoutMs must be milliseconds from 0 to ${kMaxTimeoutMs}, or Infinity for none; got ${String(timeoutMs)}`);
   }
-  return timeoutMs;
 }
 
 /** What #raw takes besides the caller's options: the tasks opt-in, and answers to server requests. */
@@ -151,6 +150,7 @@ export class Client {
   }
 
   async #request(method: string, params: Record<string, unknown>, options: RawOptions): Promise<Result> {
+    checkedTimeout(options); // before connecting: a refusal must not leave a connection attempt unwatched
     if (options.signal?.aborted === true) throw new CancelledError(reasonOf(options.signal.reason));
     await this.#connectFor(options);
     try {
@@ -175,7 +175,7 @@ export class Client {
    * the function that stops watching.
    */
   #watch(options: RequestOptions, onCancel: (reason: string) => void): () => void {
-    const timeoutMs = checkedTimeout(options);
+    const timeoutMs = options.timeoutMs; // checked where the call came in (checkedTimeout)
     let timer: ReturnType<typeof setTimeout> | undefined;
     const onAbort = () => onCancel(reasonOf(options.signal?.reason));
     options.signal?.addEventListener('abort', onAbort, { once: true });
@@ -188,7 +188,6 @@ export class Client {
 
   /** Waits for the connection, but no longer than the caller's signal or timeout allows. */
   #connectFor(options: RequestOptions): Promise<void> {
-    checkedTimeout(options); // before connecting: a refusal must not leave a connection attempt unwatched
     const connecting = this.connect();
     if (options.signal === undefined && options.timeoutMs === undefined) return connecting;
     return new Promise((resolve, reject) => {
@@ -348,6 +347,7 @@ export class Client {
 
   async #callTask(name: string, args: Record<string, unknown>, options: TaskCallOptions): Promise<TaskHandle> {
     // One signal for the whole task: the caller's abort or the timeout, from now until the task ends.
+    checkedTimeout(options);
     const whole = new AbortController();
     const stop = this.#watch(options, (reason) => whole.abort(reason));
     const release = () => stop();

@@ -31,6 +31,16 @@ interface Waiting {
 }
 
 /**
+ * How a stdio server's process ended, in words (the client's server_exited errors and sluice
+ * bench's stdio connections say the same): the spawn's error when it never started, else its
+ * exit code or signal.
+ */
+export function serverEnding(ended: { readonly code: number | null; readonly signal: NodeJS.Signals | null } | Error): string {
+  if (ended instanceof Error) return `the server process did not start (${ended.message})`;
+  return `the server process exited (${ended.signal ?? `code ${ended.code}`})`;
+}
+
+/**
  * Spawns an MCP server and speaks newline-delimited JSON-RPC to it. One writer (a request's line is
  * always written before its cancel line) and one reader that routes every response by id, so a
  * cancelled call can never swallow another call's response.
@@ -61,7 +71,7 @@ export class StdioClientTransport implements ClientTransport {
     this.#exited = new Promise((resolve) => { ended = resolve; });
     this.#child.once('exit', (code, signal) => {
       this.#gone = true;
-      this.#ending = `the server process exited (${signal === null ? `code ${code}` : signal})`;
+      this.#ending = serverEnding({ code, signal });
       ended();
       this.#afterOutput(() => this.#failAll(new SluiceError('server_exited', this.#ending)));
     });
@@ -71,7 +81,7 @@ export class StdioClientTransport implements ClientTransport {
     this.#child.on('error', (error) => {
       if (this.#child.pid !== undefined || this.#gone) return;
       this.#gone = true;
-      this.#ending = `the server process did not start (${error.message})`;
+      this.#ending = serverEnding(error);
       ended();
       this.#failAll(new SluiceError('server_exited', this.#ending, { cause: error }));
     });

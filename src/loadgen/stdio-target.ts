@@ -5,6 +5,7 @@
  */
 import { spawn } from 'node:child_process';
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
+import { serverEnding } from '../client/stdio.js';
 import { kLegacyVersions } from '../protocol/wire.js';
 import type { Negotiated } from './options.js';
 import { OpenError } from './target.js';
@@ -84,15 +85,15 @@ export class StdioTarget implements Target {
     });
     // A last line without its newline is still the server's last message.
     child.stdout.once('end', () => { if (this.#child === child && this.#buffer !== '') this.#read('\n'); });
-    let unstarted: string | undefined;
-    child.on('error', (error) => { if (child.pid === undefined) unstarted = error.message; }); // after a start: a failed kill, nothing to do
+    let unstarted: Error | undefined;
+    child.on('error', (error) => { if (child.pid === undefined) unstarted = error; }); // after a start: a failed kill, nothing to do
     // 'close', not 'exit': it comes once the process has exited and its output is all read, so an
     // answer written just before the exit counts (a call still waiting after it is a reset; one
     // whose pipe a child process holds open ends at the call's own timeout).
     child.once('close', (code, signal) => {
       if (this.#child !== child) return;
       this.#child = undefined;
-      const ended = unstarted !== undefined ? `the server process did not start (${unstarted})` : `the server process exited (${signal ?? `code ${code}`})`;
+      const ended = serverEnding(unstarted ?? { code, signal });
       for (const [, resolve] of this.#waiting) resolve({ error: { code: undefined, message: `${ended}${lastWords(this.#stderr)}` } });
       this.#waiting.clear();
       this.#finish({ kind: 'reset', detail: ended });

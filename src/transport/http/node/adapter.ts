@@ -182,8 +182,9 @@ class NodeExchange implements Exchange {
     req.on('data', (chunk: Buffer) => {
       if (this.#pendingBody !== done) return;
       size += chunk.length;
-      if (size > max) {
-        if (size > drop) return finish(this.#tooLarge(true));
+      if (size > drop) return finish(this.#tooLarge(true));
+      if (dropping || size > max) {
+        // Nothing of a body that is being dropped is kept, not even what came before the limit.
         dropping = true;
         chunks.length = 0;
         return;

@@ -185,7 +185,8 @@ class UwsExchange implements Exchange {
       res.onData((chunk, isLast) => {
         if (this.#ended || this.aborted) return;
         this.#size += chunk.byteLength;
-        if (this.#size > options.maxBodyBytes) {
+        // A body being dropped (declared over the limit, or past it now) is counted, never copied.
+        if (this.#tooLarge || this.#size > options.maxBodyBytes) {
           if (this.#size > drop) return this.#refuseTooLarge(true);
           this.#startDropping();
           if (isLast) {
