@@ -18,13 +18,13 @@
  * the kernel's socket calls and waiting for the next request.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { benchArgs } from './lib/args.js';
 import { machineLine, pinned } from './lib/machine.js';
 import { startServer, stopServer } from './lib/process.js';
 import { kRoot as root, mdTable, writeResults } from './lib/report.js';
+import { scratchDir } from './lib/scratch.js';
 const kTop = 12;
 const args = benchArgs('Usage: node dist/bench/profile.js [options]\nCPU profiles (node --cpu-prof) of the paths behind the performance targets.', {
   'http-only': { type: 'flag', help: 'profile only the HTTP worker; keep the registry sections already in the output file' },
@@ -89,7 +89,7 @@ function newestProfile(dir: string, pickLargest = false): string {
 }
 
 function profilePhase(phase: string): { file: string; output: string } {
-  const dir = mkdtempSync(join(tmpdir(), `sluice-prof-${phase}-`));
+  const dir = scratchDir(`sluice-prof-${phase}-`);
   const args = ['--cpu-prof', `--cpu-prof-dir=${dir}`, '--cpu-prof-interval', '100', join(root, 'dist', 'bench', 'registry.js'), '--phase', phase];
   const output = execFileSync(...pinned(1, process.execPath, args), { encoding: 'utf8' });
   return { file: newestProfile(dir), output };
@@ -108,7 +108,7 @@ function echoRequest(era: Era): { body: string; headers: Record<string, string> 
 
 /** One server script under --cpu-prof while wrk -c32 loads it for 10 s: its busiest thread's profile. */
 async function profileServer(script: string, era: Era): Promise<{ file: string; rps: number }> {
-  const dir = mkdtempSync(join(tmpdir(), `sluice-prof-http-${era}-`));
+  const dir = scratchDir(`sluice-prof-http-${era}-`);
   // The raw uWS scripts have no SIGTERM handler, and a process killed by a signal writes no profile.
   const exitOnTerm = script.startsWith('uws-') ? ['--import', 'data:text/javascript,process.on("SIGTERM",()=>process.exit(0))'] : [];
   const args = ['--cpu-prof', `--cpu-prof-dir=${dir}`, ...exitOnTerm, join(root, 'bench', 'servers', script)];

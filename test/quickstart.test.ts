@@ -6,15 +6,15 @@
  * server, calls a tool and cancels a call by timeout.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { createConnection } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { cleanupAfterEach } from './helpers/cleanup.js';
 import { runReadme } from './helpers/readme.js';
 import type { BackgroundCommand } from './helpers/readme.js';
+import { scratchDir } from './helpers/scratch.js';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const onCleanup = cleanupAfterEach();
@@ -44,7 +44,7 @@ describe('the README quickstart', () => {
     // The section's own words say where the tarball is: keep the test honest about that.
     expect(section).toContain(`sluice/sluice-${version}.tgz`);
     expect(await portTaken(3000), 'port 3000 (the quickstart\'s) is already in use on this machine').toBe(false);
-    const work = mkdtempSync(join(tmpdir(), 'sluice-quickstart-'));
+    const work = scratchDir('sluice-quickstart-');
     mkdirSync(join(work, 'sluice'));
     execFileSync('npm', ['pack', '--pack-destination', join(work, 'sluice')], { cwd: root, stdio: 'pipe' });
     expect(existsSync(join(work, 'sluice', `sluice-${version}.tgz`))).toBe(true);

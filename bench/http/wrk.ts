@@ -4,13 +4,13 @@
  * of bench/servers/ and a scratch folder. No side effects on import.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cpuSeconds, cpuTimes, pin, pinned } from '../lib/machine.js';
 import { startServer } from '../lib/process.js';
 import type { Running } from '../lib/process.js';
 import { kRoot } from '../lib/report.js';
+import { scratchDir } from '../lib/scratch.js';
 
 export const kServers = join(kRoot, 'bench', 'servers');
 
@@ -18,7 +18,7 @@ let scratch: string | undefined;
 
 /** A temporary folder for wrk scripts and request records, made on first use. */
 export function work(): string {
-  scratch ??= mkdtempSync(join(tmpdir(), 'sluice-bench-'));
+  scratch ??= scratchDir('sluice-bench-');
   return scratch;
 }
 

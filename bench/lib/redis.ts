@@ -5,7 +5,7 @@
  */
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer, connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -58,6 +58,7 @@ export async function startRedis(): Promise<RedisInstance> {
   const dir = mkdtempSync(join(tmpdir(), 'sluice-redis-'));
   let child: ChildProcess | undefined;
   const launch = async (): Promise<void> => {
+    mkdirSync(dir, { recursive: true }); // kill() removed it
     child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--loglevel', 'warning'], { stdio: 'ignore' });
     const deadline = Date.now() + 10_000;
     while (!(await ping(port))) {
@@ -79,8 +80,9 @@ export async function startRedis(): Promise<RedisInstance> {
   return {
     port,
     url: `redis://127.0.0.1:${port}`,
-    stop: () => halt('SIGTERM'),
-    kill: () => halt('SIGKILL'),
+    // The folder goes with the server: a test run starts dozens of them.
+    stop: () => halt('SIGTERM').finally(() => rmSync(dir, { recursive: true, force: true })),
+    kill: () => halt('SIGKILL').finally(() => rmSync(dir, { recursive: true, force: true })),
     restart: async () => {
       await halt('SIGKILL');
       await launch();

@@ -1,11 +1,11 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { until } from '../helpers/server.js';
+import { scratchDir } from '../helpers/scratch.js';
 
 export const kBin = fileURLToPath(new URL('../../bin/sluice.js', import.meta.url));
 /** The built package, for tools modules written outside it (they cannot import 'sluice' by name). */
@@ -100,7 +100,7 @@ export async function serveCli(args: readonly string[], options: RunOptions = {}
 
 /** A fresh directory holding the given files. */
 export function tempDir(files: Record<string, string>): string {
-  const dir = mkdtempSync(join(tmpdir(), 'sluice-cli-'));
+  const dir = scratchDir('sluice-cli-');
   for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
   return dir;
 }

@@ -9,8 +9,7 @@
 // - nginx, the sticky snippet: a legacy session and its SSE calls pass through.
 import { execFileSync, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { kUwsLoads, skipNote } from '../helpers/adapters.js';
@@ -19,6 +18,7 @@ import { post } from '../helpers/http.js';
 import { freePort, startRedis } from '../helpers/redis.js';
 import { modernHeaders, modernMeta, startNode, until } from './cross-node-helpers.js';
 import type { Node } from './cross-node-helpers.js';
+import { scratchDir } from '../helpers/scratch.js';
 
 const onCleanup = cleanupAfterEach();
 const kDoc = readFileSync(new URL('../../docs/deployment.md', import.meta.url), 'utf8');
@@ -79,7 +79,7 @@ async function twoNodes(): Promise<[Node, Node, Awaited<ReturnType<typeof startR
 
 async function haproxy(backend: string): Promise<number> {
   const port = await freePort();
-  const dir = mkdtempSync(join(tmpdir(), 'sluice-haproxy-'));
+  const dir = scratchDir('sluice-haproxy-');
   const config = join(dir, 'haproxy.cfg');
   writeFileSync(config, [
     'defaults',
@@ -144,7 +144,7 @@ describe.skipIf(!has('nginx'))(`nginx (docs/deployment.md, sticky on the session
     expect(snippet, 'the nginx snippet').toBeDefined();
     const [a, b] = await twoNodes();
     const port = await freePort();
-    const dir = mkdtempSync(join(tmpdir(), 'sluice-nginx-'));
+    const dir = scratchDir('sluice-nginx-');
     chmodSync(dir, 0o777);
     const config = join(dir, 'nginx.conf');
     const server = withNodes(snippet!, [a, b]).replace('listen 80;', `listen 127.0.0.1:${port};`);

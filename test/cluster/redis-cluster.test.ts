@@ -4,8 +4,6 @@
 // ready, and then fail every task create ("Script attempted to access a non local key").
 import { execFile, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
@@ -13,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../helpers/redis.js';
 import { metric, readyz, startNode, until } from './cross-node-helpers.js';
 import type { Node } from './cross-node-helpers.js';
+import { scratchDir } from '../helpers/scratch.js';
 
 const run = promisify(execFile);
 const children: ChildProcess[] = [];
@@ -22,7 +21,7 @@ const nodes: Node[] = [];
 beforeAll(async () => {
   for (let i = 0; i < 3; i++) {
     const port = await freePort();
-    const dir = mkdtempSync(join(tmpdir(), 'sluice-rcluster-'));
+    const dir = scratchDir('sluice-rcluster-');
     children.push(spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--cluster-enabled', 'yes', '--cluster-config-file', join(dir, 'nodes.conf'), '--save', '', '--appendonly', 'no', '--dir', dir, '--loglevel', 'warning'], { stdio: 'ignore' }));
     ports.push(port);
   }

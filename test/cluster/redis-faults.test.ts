@@ -10,8 +10,6 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
@@ -21,6 +19,7 @@ import { post } from '../helpers/http.js';
 import { freePort, startRedis } from '../helpers/redis.js';
 import { keysUnder, modernHeaders, modernMeta, startNode, startNodeProcess, until } from './cross-node-helpers.js';
 import type { Node } from './cross-node-helpers.js';
+import { scratchDir } from '../helpers/scratch.js';
 
 const kExt = 'io.modelcontextprotocol/tasks';
 const kTools = new URL('./cluster-task-tools.mjs', import.meta.url);
@@ -67,7 +66,7 @@ async function twoNodes(redisUrl: string): Promise<[Node, Node, string]> {
  */
 async function ownRedis(args: readonly string[]): Promise<{ url: string; start(): Promise<void>; stop(): Promise<void> }> {
   const port = await freePort();
-  const dir = mkdtempSync(join(tmpdir(), 'sluice-faults-'));
+  const dir = scratchDir('sluice-faults-');
   let child: ChildProcess | undefined;
   const start = async (): Promise<void> => {
     child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--dir', dir, '--loglevel', 'warning', ...args], { stdio: 'ignore' });

@@ -4,16 +4,16 @@
 // certificate is not trusted), rather than a node that looks up and cannot reach Redis.
 import { execFileSync, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { post } from '../helpers/http.js';
 import { freePort } from '../helpers/redis.js';
 import { modernHeaders, modernMeta, startNode, until } from './cross-node-helpers.js';
 import type { Node } from './cross-node-helpers.js';
+import { scratchDir } from '../helpers/scratch.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'sluice-redis-tls-'));
+const dir = scratchDir('sluice-redis-tls-');
 const ca = join(dir, 'ca.pem');
 let port = 0;
 let child: ChildProcess | undefined;

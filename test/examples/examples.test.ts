@@ -4,12 +4,12 @@
  * through `file:../..`, so the root must be built first: `npm test` builds it), `npm run build`,
  * the server, and the calls with the expectations written in the README.
  */
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { checkFiles, exampleDirs, parseBlocks, parseCommands, parseExpectation, runReadme } from '../helpers/readme.js';
+import { scratchDir } from '../helpers/scratch.js';
 
 const examplesDir = fileURLToPath(new URL('../../examples/', import.meta.url));
 const examples = exampleDirs(examplesDir);
@@ -39,7 +39,7 @@ describe('the README convention', () => {
   });
 
   it('file blocks: a file that differs from its block is reported; `create` writes the file', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'sluice-readme-'));
+    const dir = scratchDir('sluice-readme-');
     mkdirSync(join(dir, 'src'));
     writeFileSync(join(dir, 'src', 'same.ts'), 'export const a = 1;\n');
     writeFileSync(join(dir, 'src', 'drifted.ts'), 'export const b = 3;\n');
@@ -57,7 +57,7 @@ describe('the README convention', () => {
   });
 
   it('runs a README: serve, calls with expectations, SIGTERM to the server; failures are reported', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'sluice-readme-'));
+    const dir = scratchDir('sluice-readme-');
     const server = `node -e "console.error('fake: serving'); process.on('SIGTERM', () => { console.error('bye'); process.exit(0); }); setInterval(() => {}, 1000)"`;
     const write = (call: string[]) => writeFileSync(join(dir, 'README.md'), [
       '```sh run', 'echo made > made.txt', '```', '```sh serve', server, '```', '```sh call', ...call, '```',

@@ -1,9 +1,9 @@
-import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { createServer } from '../../src/index.js';
 import type { Server, ServerAddress, ServerOptions } from '../../src/index.js';
 import { kAdapterLogTag } from '../../src/process/adapter-choice.js';
+import { scratchDir } from './scratch.js';
 
 /** The fixture tools module (plain .mjs: worker threads load it without vitest's transform). */
 export const kToolsModule = new URL('../fixtures/server-tools.mjs', import.meta.url);
@@ -33,7 +33,7 @@ export async function startServer(options: Partial<ServerOptions> = {}): Promise
 
 /** A fresh file path for a tool's `record` argument. */
 export function recordPath(): string {
-  return join(mkdtempSync(join(tmpdir(), 'sluice-test-')), 'record.txt');
+  return join(scratchDir('sluice-test-'), 'record.txt');
 }
 
 /** Lines a tool recorded so far. */

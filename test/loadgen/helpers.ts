@@ -1,13 +1,13 @@
 /** Helpers of the `sluice bench` tests: the CLI run with --json, fixture servers in their own processes. */
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runCli } from '../cli/helpers.js';
 import type { Run } from '../cli/helpers.js';
 import { until } from '../helpers/server.js';
+import { scratchDir } from '../helpers/scratch.js';
 
 export const kFixtures = fileURLToPath(new URL('../fixtures/', import.meta.url));
 
@@ -60,7 +60,7 @@ export async function startFixture(file: string, args: readonly string[] = []): 
 
 /** A fresh path for a tally file. */
 export function tallyPath(): string {
-  return join(mkdtempSync(join(tmpdir(), 'sluice-bench-test-')), 'tally');
+  return join(scratchDir('sluice-bench-test-'), 'tally');
 }
 
 /** Calls counted in a tally file (one byte each). */

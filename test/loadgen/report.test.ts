@@ -4,12 +4,12 @@
  * rate-over-time charts, and the compare table when comparing.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { benchJson, startFixture, tallyPath } from './helpers.js';
+import { scratchDir } from '../helpers/scratch.js';
 
 function chromiumPath(): string | undefined {
   for (const name of ['chromium', 'chromium-browser']) {
@@ -22,7 +22,7 @@ const kChromium = chromiumPath();
 
 /** Headless Chromium on a file: the DOM after load, and a screenshot's size. */
 function render(file: string): { dom: string; screenshotBytes: number } {
-  const dir = mkdtempSync(join(tmpdir(), 'sluice-chromium-'));
+  const dir = scratchDir('sluice-chromium-');
   const flags = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--no-first-run', `--user-data-dir=${join(dir, 'profile')}`];
   const dom = spawnSync(kChromium!, [...flags, '--dump-dom', pathToFileURL(file).href], { encoding: 'utf8', timeout: 60_000 });
   if (dom.status !== 0) throw new Error(`chromium --dump-dom failed (${dom.status}): ${dom.stderr}`);
@@ -37,7 +37,7 @@ const name = (what: string): string => (kChromium === undefined ? `${what} (skip
 describe('--report out.html', () => {
   it.skipIf(kChromium === undefined)(name('one run: self-contained, and Chromium renders its table and both charts'), async () => {
     const server = await startFixture('bench-peers.mjs', ['v1-stateless', tallyPath()]);
-    const out = join(mkdtempSync(join(tmpdir(), 'sluice-report-')), 'out.html');
+    const out = join(scratchDir('sluice-report-'), 'out.html');
     try {
       const run = await benchJson([server.url, '--tool', 'tally', '--args', '{"text":"x"}', '--duration', '2s', '--warmup', '0s', '--connections', '2', '--report', out]);
       expect(run.code, run.stderr).toBe(0);
@@ -62,7 +62,7 @@ describe('--report out.html', () => {
   it.skipIf(kChromium === undefined)(name('--compare: the page has the ratio table and both runs charted'), async () => {
     const a = await startFixture('bench-peers.mjs', ['v1-stateless', tallyPath()]);
     const b = await startFixture('bench-peers.mjs', ['v2', tallyPath()]);
-    const out = join(mkdtempSync(join(tmpdir(), 'sluice-report-')), 'compare.html');
+    const out = join(scratchDir('sluice-report-'), 'compare.html');
     try {
       const run = await benchJson([a.url, '--compare', b.url, '--repeats', '2', '--tool', 'tally', '--args', '{"text":"x"}', '--duration', '0.5s', '--warmup', '0s', '--connections', '2', '--report', out]);
       expect(run.code, run.stderr).toBe(0);

@@ -3,10 +3,9 @@
 // holder while our own workers share. And the uWS loader: the official uWebSockets.js first, then
 // the btc-vision npm build, then the trufflesuite republish, for the running ABI, never a JavaScript
 // imitation.
-import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync, existsSync } from 'node:fs';
+import { mkdirSync, symlinkSync, writeFileSync, existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer as createNetServer } from 'node:net';
-import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createServer } from '../../src/index.js';
@@ -17,6 +16,7 @@ import { kNoReusePortReason, kNodeReusePort, kUwsLoads, skipNote } from '../help
 import { cleanupAfterEach } from '../helpers/cleanup.js';
 import { post } from '../helpers/http.js';
 import { kToolsModule, modernMeta } from '../helpers/server.js';
+import { scratchDir } from '../helpers/scratch.js';
 
 const cleanup = cleanupAfterEach();
 const kNode = process.versions.node;
@@ -126,7 +126,7 @@ describe('the uWS loader', () => {
    * binary) and, optionally, an "official" uWebSockets.js whose binary is the one that loads here.
    */
   function sandbox(official?: { binary?: 'real' | 'none'; version?: string }, current: 'real' | 'no-binary' | 'absent' = 'real'): NodeRequire {
-    const root = mkdtempSync(join(tmpdir(), 'sluice-uws-'));
+    const root = scratchDir('sluice-uws-');
     mkdirSync(join(root, 'node_modules', '@trufflesuite'), { recursive: true });
     mkdirSync(join(root, 'node_modules', '@btc-vision'), { recursive: true });
     symlinkSync(packagedDir, join(root, 'node_modules', kPackagedPackage), 'dir');

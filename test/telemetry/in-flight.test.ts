@@ -4,9 +4,8 @@
  * while they run and after; a failing tool, a JSON-RPC error, a cancel, a kill and a worker that
  * dies mid-request all bring it back to what is really running.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import type { Agent } from 'node:http';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -14,9 +13,10 @@ import { agentOnWorker, post } from '../helpers/http.js';
 import type { RawResponse } from '../helpers/http.js';
 import { modernMeta, startServer, until } from '../helpers/server.js';
 import type { TestServer } from '../helpers/server.js';
+import { scratchDir } from '../helpers/scratch.js';
 
 const kGauge = 'sluice_requests_in_flight_by_target';
-const dir = mkdtempSync(join(tmpdir(), 'sluice-in-flight-'));
+const dir = scratchDir('sluice-in-flight-');
 const kSluice = new URL('../../dist/src/index.js', import.meta.url).href;
 
 // The tools, written where worker threads can import them (plain ESM over the built package).
