@@ -5,7 +5,7 @@
  * carries its own headers and _meta, and a cancel closes the request's stream.
  */
 import { StringDecoder } from 'node:string_decoder';
-import { bearerChallenge } from '../client/www-authenticate.js';
+import { bearerChallenge, scopeList } from '../client/www-authenticate.js';
 import { kLegacyVersions } from '../protocol/wire.js';
 import { AnswerTemplate } from './answer-template.js';
 import { HttpConn } from './http-conn.js';
@@ -46,12 +46,18 @@ function headerLines(headers: Record<string, string>): string {
 
 /** Why an HTTP status is not an MCP answer, for people. */
 export function statusMessage(head: ResponseHead): string {
-  if (head.status === 401) {
+  if (head.status === 401 || head.status === 403) {
     const challenge = bearerChallenge(head.wwwAuthenticate === undefined ? [] : [head.wwwAuthenticate]);
     const metadata = challenge?.params.resource_metadata;
-    return `the server answered 401 Unauthorized: it wants a bearer token (--bearer TOKEN)${challenge?.params.error === undefined ? '' : `; it refused the one sent (${challenge.params.error})`}${metadata === undefined ? '' : `; resource metadata: ${metadata}`}`;
+    const where = metadata === undefined ? '' : `; resource metadata: ${metadata}`;
+    if (head.status === 401) return `the server answered 401 Unauthorized: it wants a bearer token (--bearer TOKEN)${challenge?.params.error === undefined ? '' : `; it refused the one sent (${challenge.params.error})`}${where}`;
+    // RFC 6750 §3.1: a token without a scope the resource needs; the challenge names the scope.
+    if (challenge?.params.error === 'insufficient_scope') {
+      const scope = scopeList(challenge.params.scope);
+      return `the server answered 403 Forbidden: the bearer token lacks a scope it needs (insufficient_scope${scope === undefined || scope.length === 0 ? '' : `; it asks for scope ${scope.join(' ')}`})${where}`;
+    }
+    return `the server answered 403 Forbidden${challenge?.params.error === undefined ? '' : ` (${challenge.params.error})`}${where}`;
   }
-  if (head.status === 403) return 'the server answered 403 Forbidden';
   return `the server answered HTTP ${head.status}${head.contentType === '' ? '' : ` (${head.contentType.split(';')[0]})`}`;
 }
 

@@ -61,7 +61,7 @@ function refusal(outcome: Outcome, options: BenchOptions, what: string): string 
   const detail = outcome.detail ?? outcome.kind;
   if (outcome.kind === 'reset' && /could not connect/.test(detail)) return `${detail}: is a server listening at ${where(options)}?`;
   if (outcome.kind === 'invalid') return `${where(options)} does not answer like an MCP server (${what}: ${detail})`;
-  if (outcome.kind === 'http' && outcome.code === 401) return detail;
+  if (outcome.kind === 'http' && (outcome.code === 401 || outcome.code === 403)) return detail;
   return `${what} failed: ${detail}`;
 }
 
@@ -110,7 +110,8 @@ async function negotiate(options: BenchOptions): Promise<Negotiated> {
   const { outcome, target } = await once(options, modern, 'server/discover');
   await target.close().catch(() => {});
   if (outcome.kind === 'ok') return modern;
-  if (outcome.kind === 'http' && outcome.code === 401) throw new BenchUsageError(refusal(outcome, options, 'server/discover'));
+  // Refused for its token, not its era: the legacy era would be refused the same way.
+  if (outcome.kind === 'http' && (outcome.code === 401 || outcome.code === 403)) throw new BenchUsageError(refusal(outcome, options, 'server/discover'));
   if (outcome.kind === 'reset' && /could not connect/.test(outcome.detail ?? '')) throw new BenchUsageError(refusal(outcome, options, 'server/discover'));
   return openLegacy(options);
 }
@@ -124,7 +125,7 @@ async function openLegacy(options: BenchOptions): Promise<Negotiated> {
   } catch (error) {
     if (error instanceof OpenError) {
       const message = error.message;
-      if (/401/.test(message)) throw new BenchUsageError(message.replace(/^initialize failed: /, ''));
+      if (/ 40[13] /.test(message)) throw new BenchUsageError(message.replace(/^initialize failed: /, ''));
       if (/could not connect/.test(message)) throw new BenchUsageError(`${message.replace(/^initialize failed: /, '')}: is a server listening at ${where(options)}?`);
       // A stdio server that never started, or ended before it answered: that, not its manners, is the news.
       if (/the server process (did not start|exited)/.test(message)) throw new BenchUsageError(`${where(options)}: ${message.replace(/^initialize failed: the server process /, '')}`);

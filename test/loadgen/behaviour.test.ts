@@ -142,15 +142,19 @@ describe.concurrent('bad input: clear errors, exit codes, no stack trace', () =>
     ['non-mcp', /does not answer like an MCP server .*HTTP 404/],
     ['garbage', /does not answer like an MCP server .*"hello"/],
     ['unauthorized', /401 Unauthorized: it wants a bearer token \(--bearer TOKEN\); resource metadata: http:\/\/127\.0\.0\.1\/\.well-known/],
+    // Not "does not answer like an MCP server": the token lacks a scope, in either era.
+    ['forbidden', /^sluice: the server answered 403 Forbidden: the bearer token lacks a scope it needs \(insufficient_scope; it asks for scope mcp files:read\); resource metadata: http:\/\/127\.0\.0\.1\/\.well-known/],
   ] as const) {
     it(`a ${kind} server: exit 2 with a clear message`, async () => {
       const server = await startFixture('bench-bad-servers.mjs', [kind]);
       try {
-        const run = await runCli(['bench', server.url, '--tool', 'echo', '--duration', '1s', '--warmup', '0s']);
-        expect(run.code).toBe(2);
-        expect(run.stderr).toMatch(message);
-        expect(run.stderr).not.toMatch(kNoStack);
-        expect(run.stdout).toBe('');
+        for (const era of kind === 'unauthorized' || kind === 'forbidden' ? ['auto', 'legacy'] : ['auto']) {
+          const run = await runCli(['bench', server.url, '--tool', 'echo', '--duration', '1s', '--warmup', '0s', '--era', era]);
+          expect(run.code, era).toBe(2);
+          expect(run.stderr, era).toMatch(message);
+          expect(run.stderr).not.toMatch(kNoStack);
+          expect(run.stdout).toBe('');
+        }
       } finally {
         await server.stop();
       }
