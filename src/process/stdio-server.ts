@@ -39,7 +39,11 @@ export interface StdioServerOptions extends StdioServerBaseOptions {
   signal?: AbortSignal;
 }
 
-/** Serves the tools over stdio (newline-delimited JSON-RPC) until the input ends or `signal` aborts. */
+/**
+ * Serves the tools over stdio (newline-delimited JSON-RPC) until the input ends (once the running
+ * requests have answered) or `signal` aborts. An output that fails (the client closed its end:
+ * EPIPE) cancels the running requests and stops reading: the promise resolves once they have ended.
+ */
 export async function serveStdioServer(options: StdioServerOptions): Promise<void> {
   const output = options.output ?? process.stdout;
   // Before the tools module is imported: its top level may log too.

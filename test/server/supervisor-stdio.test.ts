@@ -1,6 +1,7 @@
 // `sluice serve --stdio` shuts down gracefully on SIGTERM/SIGINT (desktop clients stop stdio servers
 // that way): running calls finish within the grace, the rest are cancelled, exit 0. And a pool
-// thread still loading its modules at that moment must not take the process down with it.
+// thread still loading its modules at that moment must not take the process down with it. A client
+// that stops reading stdout ends the server the same way, never with an unhandled EPIPE.
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { PassThrough } from 'node:stream';
@@ -85,6 +86,23 @@ describe('sluice serve --stdio and signals', () => {
     expect(tookMs).toBeGreaterThanOrEqual(kCliGraceMs - 200);
     expect(tookMs).toBeLessThan(kCliGraceMs + 2_000);
     expect(s.lines.some((l) => l.id === 1)).toBe(false); // cancelled: never answered
+    expect(s.stderr()).not.toMatch(kCrashSigns);
+  });
+
+  it('a client that stops reading stdout (EPIPE): its running call is cancelled, exit 0 with stdin still open, no crash', async () => {
+    const s = startStdio();
+    s.send(kInitialize);
+    await within(until(() => s.lines.some((l) => l.id === 0), 10_000, 'initialize'), 11_000, 'initialize');
+    const record = recordPath();
+    // Its progress every 20 ms is what meets the closed pipe.
+    s.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'watch_cancel', arguments: { record }, _meta: { progressToken: 'p' } } });
+    await until(() => recorded(record).length > 0, 10_000, 'the call to start');
+    s.child.stdout!.destroy();
+    const { code, signal } = await within(s.exited, 10_000, 'sluice to exit once its output is gone');
+    expect({ code, signal }, s.stderr()).toEqual({ code: 0, signal: null });
+    expect(s.child.stdin!.writableEnded).toBe(false);
+    expect(recorded(record)[1]).toMatch(/^cancelled=true reason=the client stopped reading the server's output signal$/);
+    expect(s.stderr()).toMatch(/sluice: the client stopped reading stdout \(EPIPE\): 1 running request cancelled; no more input is read/);
     expect(s.stderr()).not.toMatch(kCrashSigns);
   });
 

@@ -57,9 +57,20 @@ class StdioEdge implements EdgeFacts, LegacySession {
 export function serveStdio(engine: Engine, options: StdioOptions): Promise<void> {
   const { input, output, maxLineBytes } = options;
   return new Promise<void>((resolve) => {
-    const connection = new StdioConnection(engine, (line) => { output.write(`${line}\n`); }, resolve);
+    let outputOpen = true;
+    const connection = new StdioConnection(engine, (line) => { if (outputOpen) output.write(`${line}\n`); }, resolve);
     const lines = new LineSplitter(maxLineBytes, (line) => connection.line(line), () => connection.refuse(null, kLineTooLong));
-    input.on('data', (chunk: Buffer) => lines.push(chunk));
+    const onData = (chunk: Buffer) => lines.push(chunk);
+    input.on('data', onData);
+    // A client that closed its end of our output (EPIPE) can be told nothing more: what it asked
+    // for is cancelled and nothing more is read, never an unhandled 'error' that kills the process.
+    output.on('error', (error: NodeJS.ErrnoException) => {
+      if (!outputOpen) return;
+      outputOpen = false;
+      input.off('data', onData);
+      input.pause();
+      connection.outputFailed(error.code ?? error.message);
+    });
     // The input's end is the client's end: open listen streams finish, then the server does.
     const inputEnded = () => connection.inputEnded();
     // At a clean end, a last line without its newline (`printf '{…}' | sluice serve --stdio`) is
@@ -129,6 +140,13 @@ class StdioConnection {
     const reply = new StdioReply(this.#write, this.#done);
     const running = engine.handleRequest(message.id, message.method, message.params, info, reply);
     if (running === undefined) reply.finish();
+  }
+
+  /** The client stopped reading: its running requests are cancelled and the connection ends when they have. */
+  outputFailed(why: string): void {
+    const cancelled = this.#engine.cancelAll('the client stopped reading the server\'s output');
+    this.#engine.config.log('warn', `sluice: the client stopped reading stdout (${why}): ${cancelled} running request${cancelled === 1 ? '' : 's'} cancelled; no more input is read`);
+    this.inputEnded();
   }
 
   inputEnded(): void {
