@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createServer } from '../process/supervisor.js';
 import { serveStdioServer } from '../process/stdio-server.js';
+import { keepStderrFailuresQuiet } from '../server/config.js';
 import { kServerLogLevels } from '../server/options.js';
 import type { ServerLogLevel, ServerOptions } from '../server/options.js';
 import { toolsModuleLabel, toolsModuleUrl } from '../catalog/catalog.js';
@@ -146,6 +147,8 @@ export async function serve(extra: string[], values: ServeFlags): Promise<number
   }
   const options = serveOptions(values);
   const { logLevel } = options;
+  // A client (or supervisor) that closes our stderr must not end the server with an unhandled EPIPE.
+  keepStderrFailuresQuiet();
   if (values.stdio === true) {
     // Desktop clients stop a stdio server with SIGTERM: shut down as gracefully as over HTTP.
     const shutdown = new AbortController();

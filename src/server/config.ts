@@ -99,7 +99,22 @@ export async function loadCatalog(config: ServerConfig): Promise<Catalog> {
 
 /** The server log: `sink` (default: stderr), lines below `logLevel` dropped. */
 function serverLog(options: ResolvedOptions, sink: ServerLogSink | undefined): ServerLogSink {
-  return filterLog(options.logLevel, sink ?? ((_level, message) => { process.stderr.write(`${message}\n`); }));
+  if (sink !== undefined) return filterLog(options.logLevel, sink);
+  keepStderrFailuresQuiet();
+  return filterLog(options.logLevel, (_level, message) => { if (!process.stderr.destroyed) process.stderr.write(`${message}\n`); });
+}
+
+let stderrQuiet = false;
+
+/**
+ * A stderr whose reader has gone (a client that closed the pipe: EPIPE) must not take the server
+ * with it: its 'error' is listened for, once per thread, and what is logged after it is dropped.
+ * Called by the default log sink and by `sluice serve` before its first line.
+ */
+export function keepStderrFailuresQuiet(): void {
+  if (stderrQuiet) return;
+  stderrQuiet = true;
+  process.stderr.on('error', () => {});
 }
 
 /**

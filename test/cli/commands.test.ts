@@ -138,6 +138,18 @@ describe('sluice serve', () => {
     }
   });
 
+  it('a closed stderr (its reader gone) does not end the server: every debug line meets EPIPE, every call is served, SIGTERM exits 0', async () => {
+    const serving = await serveCli(['--port', '0', '--workers', '2', '--log-level', 'debug']);
+    try {
+      serving.child.stderr.destroy();
+      serving.child.stdout.destroy();
+      for (let i = 0; i < 4; i++) expect(await runCli(['call', serving.url, 'echo', `{"text":"up ${i}"}`])).toMatchObject({ code: 0, stdout: `up ${i}\n` });
+      expect(serving.child.exitCode).toBe(null);
+    } finally {
+      expect(await serving.stop()).toBe(0);
+    }
+  });
+
   it('many tools: the start-up line is truncated with a count', async () => {
     const tools = Array.from({ length: 40 }, (_, i) => `export const t${i} = defineTool({ name: 'tool_number_${i}', description: 'd', inputSchema: { type: 'object', properties: {} }, handler: () => '${i}' });`);
     const dir = tempDir({ 'tools.mjs': `import { defineTool } from '${kSluiceUrl}';\n${tools.join('\n')}\n` });

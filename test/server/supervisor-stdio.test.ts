@@ -1,7 +1,8 @@
 // `sluice serve --stdio` shuts down gracefully on SIGTERM/SIGINT (desktop clients stop stdio servers
 // that way): running calls finish within the grace, the rest are cancelled, exit 0. And a pool
 // thread still loading its modules at that moment must not take the process down with it. A client
-// that stops reading stdout ends the server the same way, never with an unhandled EPIPE.
+// that stops reading stdout ends the server the same way, never with an unhandled EPIPE; one that
+// closes stderr only loses the log.
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { PassThrough } from 'node:stream';
@@ -104,6 +105,21 @@ describe('sluice serve --stdio and signals', () => {
     expect(recorded(record)[1]).toMatch(/^cancelled=true reason=the client stopped reading the server's output signal$/);
     expect(s.stderr()).toMatch(/sluice: the client stopped reading stdout \(EPIPE\): 1 running request cancelled; no more input is read/);
     expect(s.stderr()).not.toMatch(kCrashSigns);
+  });
+
+  it('a client that closes stderr: the server logs into the void and answers on, exit 0 at the end of stdin', async () => {
+    const s = startStdio();
+    s.send(kInitialize);
+    await within(until(() => s.lines.some((l) => l.id === 0), 10_000, 'initialize'), 11_000, 'initialize');
+    s.child.stderr!.destroy();
+    // A notification the server refuses is logged at warn: the first write to meet the closed pipe.
+    for (let i = 1; i <= 20; i++) {
+      s.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: 5 });
+      s.send({ jsonrpc: '2.0', id: i, method: 'ping' });
+    }
+    await until(() => s.lines.filter((l) => l.id !== 0).length === 20, 10_000, 'twenty pings answered');
+    s.child.stdin!.end();
+    expect(await within(s.exited, 10_000, 'sluice to exit at the end of stdin')).toEqual({ code: 0, signal: null });
   });
 
   it('SIGTERM while the pool thread is still loading its modules: exit 0, no assertion (6 tries)', async () => {
