@@ -1,4 +1,7 @@
+import { once } from 'node:events';
+import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
+import { serveStdioServer } from '../../src/index.js';
 import { stdioServer } from '../helpers/stdio.js';
 import { kToolsModule, recordPath, recorded, until } from '../helpers/server.js';
 
@@ -24,6 +27,38 @@ describe('stdio transport', () => {
     expect(s.lines.find((l) => l.id === 1)).toMatchObject({ result: { protocolVersion: '2025-06-18' } });
     expect(s.lines.find((l) => l.id === 3)).toMatchObject({ result: { content: [{ type: 'text', text: 'concurrent' }] } });
     expect(s.lines.some((l) => l.id === 2)).toBe(false); // cancelled: no response at all
+  });
+
+  it('a client that does not read its answers: the server stops reading its requests (nothing piles up), then answers every one once read', async () => {
+    const input = new PassThrough();
+    const output = new PassThrough(); // not read until the end
+    const done = serveStdioServer({ tools: kToolsModule, input, output, log: () => {} });
+    input.write(`${JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } })}\n`);
+    const text = 'y'.repeat(10_000);
+    let sent = 0;
+    while (sent < 2_000) {
+      sent++;
+      if (input.write(`${JSON.stringify({ jsonrpc: '2.0', id: sent, method: 'tools/call', params: { name: 'echo', arguments: { text } } })}\n`)) continue;
+      const drained = await Promise.race([once(input, 'drain').then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 1_000))]);
+      if (!drained) break;
+    }
+    // It stopped taking requests long before 2 000 (20 MB of answers): a few answers wait, not all.
+    expect(sent).toBeLessThan(500);
+    expect(output.readableLength).toBeLessThan(1 << 20);
+    const ids = new Set<unknown>();
+    let buffered = '';
+    output.on('data', (chunk: Buffer) => {
+      buffered += chunk.toString('utf8');
+      let i;
+      while ((i = buffered.indexOf('\n')) !== -1) {
+        const line = JSON.parse(buffered.slice(0, i)) as { id?: unknown; result?: { content?: Array<{ text?: string }> } };
+        if (line.result?.content?.[0]?.text === text) ids.add(line.id);
+        buffered = buffered.slice(i + 1);
+      }
+    });
+    await until(() => ids.size === sent, 20_000, 'every request answered once read');
+    input.end();
+    await done;
   });
 
   it('answers malformed lines with errors, never a notification, and carries on', async () => {

@@ -58,7 +58,20 @@ export function serveStdio(engine: Engine, options: StdioOptions): Promise<void>
   const { input, output, maxLineBytes } = options;
   return new Promise<void>((resolve) => {
     let outputOpen = true;
-    const connection = new StdioConnection(engine, (line) => { if (outputOpen) output.write(`${line}\n`); }, resolve);
+    let draining = false;
+    const resume = () => {
+      draining = false;
+      if (outputOpen) input.resume();
+    };
+    const write = (line: string) => {
+      if (!outputOpen || output.write(`${line}\n`) || draining) return;
+      // A client that reads slower than it asks: its requests are not read until what was written
+      // has gone, so answers never pile up in memory (HTTP bounds a slow reader the same way).
+      draining = true;
+      input.pause();
+      output.once('drain', resume);
+    };
+    const connection = new StdioConnection(engine, write, resolve);
     const lines = new LineSplitter(maxLineBytes, (line) => connection.line(line), () => connection.refuse(null, kLineTooLong));
     const onData = (chunk: Buffer) => lines.push(chunk);
     input.on('data', onData);
