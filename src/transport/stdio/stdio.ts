@@ -14,6 +14,12 @@ export interface StdioOptions {
   readonly maxLineBytes: number;
 }
 
+/**
+ * Answers written and not yet read by the client, past which its requests are not read until they
+ * have been: bounded memory, with room for a client that writes a batch of requests before it reads.
+ */
+const kUnreadOutputBytes = 1 << 20;
+
 /** The whole stdio connection is one client: one scope. */
 const kScope = 'session:stdio';
 
@@ -64,7 +70,7 @@ export function serveStdio(engine: Engine, options: StdioOptions): Promise<void>
       if (outputOpen) input.resume();
     };
     const write = (line: string) => {
-      if (!outputOpen || output.write(`${line}\n`) || draining) return;
+      if (!outputOpen || output.write(`${line}\n`) || draining || output.writableLength < kUnreadOutputBytes) return;
       // A client that reads slower than it asks: its requests are not read until what was written
       // has gone, so answers never pile up in memory (HTTP bounds a slow reader the same way).
       draining = true;
