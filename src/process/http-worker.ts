@@ -110,6 +110,15 @@ function onSupervisorMessage(message: ToHttpWorker, stack: HttpStack, closer: Cl
       return;
     case 'close':
       void closer.close(message.graceMs).catch(() => undefined).finally(closed);
+      return;
+    case 'exiting':
+      // A thread torn down with uWS sockets open aborts the process (SIGABRT): close them, and
+      // answer once their close callbacks have run (the loop's close phase, after this turn's check).
+      stack.listening.abort();
+      setImmediate(() => setImmediate(() => {
+        Atomics.add(message.acks, 0, 1);
+        Atomics.notify(message.acks, 0);
+      }));
   }
 }
 

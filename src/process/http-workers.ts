@@ -26,6 +26,9 @@ const kFreePortAttempts = 4;
 /** How long after its grace a worker that has not closed itself is terminated. */
 const kTerminateAfterGraceMs = 2_000;
 
+/** How long a process exiting without close() waits, at most, for uWS workers to end their sockets. */
+const kExitWaitMs = 500;
+
 /** One start's promise: settled by the worker's `listening`/`failed`, or by its exit before either. */
 interface Start {
   started: boolean;
@@ -77,6 +80,10 @@ export class HttpWorkers {
   async start(count: number): Promise<number> {
     const { host, port } = this.#config.options;
     this.#closer.add('the HTTP workers', (shutdown) => this.#closeAll(shutdown.graceLeft()));
+    if (this.#adapter === 'uws') {
+      process.on('exit', this.#endSocketsAtExit);
+      this.#closer.add('the exit hook', () => { process.off('exit', this.#endSocketsAtExit); });
+    }
     if (port !== 0) {
       await checkPortFree(host, port);
       this.#port = await this.#spawn(port, true);
@@ -87,6 +94,25 @@ export class HttpWorkers {
     this.#allListening = true;
     return this.#port;
   }
+
+  /**
+   * The process exits while the server runs (process.exit, an uncaught error, no close()): uWS
+   * aborts the whole process (SIGABRT, exit 134) when a thread is torn down with a socket open,
+   * so each worker is asked to end its sockets, and the exit waits for them (synchronously: an
+   * 'exit' listener cannot await) up to kExitWaitMs. The workers' own loops run meanwhile.
+   */
+  readonly #endSocketsAtExit = (): void => {
+    const workers = [...this.#workers.keys()];
+    if (workers.length === 0) return;
+    const acks = new Int32Array(new SharedArrayBuffer(4));
+    for (const worker of workers) post(worker, { type: 'exiting', acks });
+    const deadline = Date.now() + kExitWaitMs;
+    for (let done = 0; done < workers.length; done = Atomics.load(acks, 0)) {
+      const left = deadline - Date.now();
+      if (left <= 0) return;
+      Atomics.wait(acks, 0, done, left);
+    }
+  };
 
   /** Tells every worker (but `except`) that a list changed. */
   broadcastListChanged(kind: ListKind, except?: Worker): void {

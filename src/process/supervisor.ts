@@ -35,7 +35,10 @@ export interface ServerAddress {
   readonly metricsUrl?: string | undefined;
 }
 
-/** A Sluice server: `listen()` to start, `close()` to stop gracefully. */
+/**
+ * A Sluice server: `listen()` to start, `close()` to stop gracefully. A process that exits without
+ * `close()` still ends the workers' sockets first (up to 500 ms), so it exits with its own code.
+ */
 export interface Server {
   listen(): Promise<ServerAddress>;
   close(): Promise<void>;

@@ -40,7 +40,12 @@ export type ToHttpWorker =
    * Shutdown has begun and the server drains (cluster mode): /readyz already says 503 (shared
    * flag); listen streams end now so their clients reconnect to another node.
    */
-  | { readonly type: 'drain' };
+  | { readonly type: 'drain' }
+  /**
+   * The process is exiting without close() (process.exit, an uncaught error): end every socket
+   * now, then add 1 to `acks[0]` and notify it (the supervisor waits there, synchronously).
+   */
+  | { readonly type: 'exiting'; readonly acks: Int32Array };
 
 /** Messages from an HTTP worker to the supervisor. */
 export type FromHttpWorker =

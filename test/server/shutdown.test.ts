@@ -5,7 +5,9 @@
 import { spawn } from 'node:child_process';
 import { Agent, request as httpRequest } from 'node:http';
 import type { ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createServer, defineTool } from '../../src/index.js';
@@ -13,6 +15,7 @@ import type { Server } from '../../src/index.js';
 import { initialize, kAccept, kToolsModule, modernMeta, recordPath, recorded, startServer, until } from '../helpers/server.js';
 import type { TestServer } from '../helpers/server.js';
 import { adapters, itUws } from '../helpers/adapters.js';
+import { scratchDir } from '../helpers/scratch.js';
 
 const kBin = fileURLToPath(new URL('../../bin/sluice.js', import.meta.url));
 const kFixtureTools = fileURLToPath(kToolsModule);
@@ -394,5 +397,41 @@ describe('Server.close() with requests in flight (API)', () => {
     await new Promise((r) => setTimeout(r, 100));
     expect(logs.filter((l) => /error|failed/i.test(l))).toEqual([]);
     await untilRefused(url, 1_000);
+  });
+});
+
+describe('the process exits without close() (process.exit, an uncaught error)', () => {
+  const kIndex = new URL('../../dist/src/index.js', import.meta.url).href;
+  /** A script that serves with 2 workers, leaves a keep-alive connection and a running call open, then `end`s the process. */
+  function script(http: string, end: string): string {
+    return `import { createServer } from ${JSON.stringify(kIndex)};
+import { Agent, request } from 'node:http';
+const server = createServer({ tools: ${JSON.stringify(kToolsModule.href)}, port: 0, workers: 2, http: '${http}', janitor: false }, { log: () => {} });
+const { url } = await server.listen();
+const agent = new Agent({ keepAlive: true });
+const post = (body) => new Promise((resolve) => {
+  const req = request(url, { method: 'POST', agent, headers: { 'content-type': 'application/json', accept: '${kAccept}', 'mcp-protocol-version': '2026-07-28' } }, (res) => { res.resume(); resolve(res.statusCode); });
+  req.on('error', () => {});
+  req.end(JSON.stringify(body));
+});
+const meta = ${JSON.stringify(modernMeta())};
+await post({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'echo', arguments: { text: 'x' }, _meta: meta } });
+void post({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'sleep', arguments: { ms: 60000 }, _meta: meta } });
+await new Promise((r) => setTimeout(r, 200));
+${end}
+`;
+  }
+  it.each(adapters('the process exits without close()'))('%s: process.exit(0) exits 0 and an uncaught error exits 1, never SIGABRT', async (http) => {
+    for (const [end, expected] of [['process.exit(0);', 0], ["throw new Error('the app failed');", 1]] as const) {
+      // A file, not -e: worker threads inherit --input-type and would refuse their own entry.
+      const file = join(scratchDir('sluice-exit-'), 'app.mjs');
+      writeFileSync(file, script(http, end));
+      const child = spawn(process.execPath, [file], { stdio: ['ignore', 'ignore', 'pipe'] });
+      let stderr = '';
+      child.stderr!.setEncoding('utf8').on('data', (c: string) => { stderr += c; });
+      const [code, signal] = await within(new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.once('exit', (c, s) => resolve([c, s]))), 20_000, 'the script to exit');
+      expect({ end, code, signal }, stderr).toEqual({ end, code: expected, signal: null });
+      expect(stderr).not.toMatch(/Assertion|uv loop|Native stack/);
+    }
   });
 });
