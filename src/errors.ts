@@ -14,6 +14,8 @@ export type SluiceErrorCode =
   | 'bad_descriptor'
   | 'uws_native_unavailable'
   | 'listen_failed'
+  /** Server.listen() after close(): a server starts once. */
+  | 'server_closed'
   | 'port_in_use'
   | 'tools_module_failed'
   | 'process_exit_refused'
@@ -54,7 +56,7 @@ export type SluiceErrorCode =
 const kCodeTable: Record<SluiceErrorCode, true> = {
   invalid_option: true, invalid_scope: true, invalid_request_id: true, cancellation_limit_reached: true,
   in_flight_capacity_exhausted: true, request_cancelled: true, bad_descriptor: true, uws_native_unavailable: true,
-  listen_failed: true, port_in_use: true, tools_module_failed: true, process_exit_refused: true, invalid_definition: true, invalid_result: true,
+  listen_failed: true, server_closed: true, port_in_use: true, tools_module_failed: true, process_exit_refused: true, invalid_definition: true, invalid_result: true,
   transport_closed: true, server_exited: true, session_expired: true, invalid_response: true, rpc_error: true,
   missing_client_capability: true, task_limit_reached: true, task_quota_reached: true, invalid_cursor: true,
   cluster_unavailable: true, unauthorized: true, insufficient_scope: true, build_incomplete: true,

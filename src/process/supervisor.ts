@@ -7,6 +7,7 @@
 import { threadId as mainThreadId } from 'node:worker_threads';
 import { catalogNames } from '../catalog/catalog.js';
 import type { CatalogNames } from '../catalog/catalog.js';
+import { SluiceError } from '../errors.js';
 import type { Registry } from '../registry/index.js';
 import { CloseList } from '../server/close-list.js';
 import { resolveConfig } from '../server/config.js';
@@ -36,7 +37,8 @@ export interface ServerAddress {
 }
 
 /**
- * A Sluice server: `listen()` to start, `close()` to stop gracefully. A process that exits without
+ * A Sluice server: `listen()` to start (once: every call answers the same start; after `close()`,
+ * `server_closed`), `close()` to stop gracefully. A process that exits without
  * `close()` still ends the workers' sockets first (up to 500 ms), so it exits with its own code.
  */
 export interface Server {
@@ -90,6 +92,7 @@ class SluiceServer implements Server {
   /** Module form: the HTTP workers. */
   #workers: HttpWorkers | undefined;
   #address: ServerAddress | undefined;
+  #listening: Promise<ServerAddress> | undefined;
   #served: CatalogNames | undefined;
 
   constructor(config: ServerConfig, sessionRevalidateMs: number | undefined) {
@@ -121,8 +124,14 @@ class SluiceServer implements Server {
     this.#workers?.broadcastListChanged(kind);
   }
 
-  async listen(): Promise<ServerAddress> {
-    if (this.#address !== undefined) return this.#address;
+  listen(): Promise<ServerAddress> {
+    // One start per server, however many callers ask, and none once closed: a second start would
+    // leak the first one's threads, and one after close() would serve with nothing left to stop it.
+    if (this.#closer.closing) return Promise.reject(new SluiceError('server_closed', 'this server was closed: it does not listen again (create another with createServer)'));
+    return this.#listening ??= this.#start();
+  }
+
+  async #start(): Promise<ServerAddress> {
     const { options, tools } = this.#config;
     const choice = chooseAdapter(options.http, this.#config.log, tools.catalog === undefined ? options.workers : undefined);
     this.adapter = choice.adapter;

@@ -132,6 +132,11 @@ const kSluiceScenarios: Record<SluiceErrorCode, () => Promise<string> | string> 
   },
   // 192.0.2.1 (TEST-NET-1) is no address of this machine.
   listen_failed: () => codeOf(listenNode({ host: '192.0.2.1', port: 0, maxBodyBytes: 1024, bodyTimeoutMs: 1000, allHeaders: false, handler: () => {} })),
+  server_closed: async () => {
+    const closed = createServer({ tools: [], port: 0 }, { log: () => {} });
+    await closed.close();
+    return codeOf(closed.listen());
+  },
   port_in_use: async () => {
     const holder = createNetServer();
     await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
