@@ -93,6 +93,7 @@ class SluiceServer implements Server {
   #workers: HttpWorkers | undefined;
   #address: ServerAddress | undefined;
   #listening: Promise<ServerAddress> | undefined;
+  #closing: Promise<void> | undefined;
   #served: CatalogNames | undefined;
 
   constructor(config: ServerConfig, sessionRevalidateMs: number | undefined) {
@@ -127,7 +128,7 @@ class SluiceServer implements Server {
   listen(): Promise<ServerAddress> {
     // One start per server, however many callers ask, and none once closed: a second start would
     // leak the first one's threads, and one after close() would serve with nothing left to stop it.
-    if (this.#closer.closing) return Promise.reject(new SluiceError('server_closed', 'this server was closed: it does not listen again (create another with createServer)'));
+    if (this.#closing !== undefined) return Promise.reject(new SluiceError('server_closed', 'this server was closed: it does not listen again (create another with createServer)'));
     return this.#listening ??= this.#start();
   }
 
@@ -145,7 +146,7 @@ class SluiceServer implements Server {
       if (cluster !== undefined) this.#closer.add('the cluster drain', (shutdown) => this.#drain(shutdown.graceLeft()));
       metricsUrl = await this.#startMetrics(cluster !== undefined);
     } catch (error) {
-      await this.close();
+      await this.#closer.close(options.shutdownGraceMs);
       throw error;
     }
     // First of all at close, /readyz answers 503 (and initialize is refused with 503 + Retry-After):
@@ -158,6 +159,13 @@ class SluiceServer implements Server {
   }
 
   close(): Promise<void> {
+    return this.#closing ??= this.#closeAfterStart();
+  }
+
+  async #closeAfterStart(): Promise<void> {
+    // A start under way registers each part's close step as the part starts: closing before it
+    // has finished would leave the parts it starts afterwards (HTTP workers) running. Let it end.
+    await this.#listening?.catch(() => undefined);
     return this.#closer.close(this.#config.options.shutdownGraceMs);
   }
 

@@ -30,6 +30,18 @@ describe('Server lifecycle', () => {
     }
   });
 
+  it('close() while listen() is still starting (0, 50, 150 ms in) waits for the start, then stops all of it: no worker left listening', async () => {
+    for (const delay of [0, 50, 150]) {
+      const server = createServer({ tools: kToolsModule, port: 0, workers: 2, janitor: false }, { log: () => {} });
+      const started = server.listen();
+      await new Promise((r) => setTimeout(r, delay));
+      await server.close();
+      const { port } = await started;
+      expect({ delay, workers: server.workerThreadIds.length, listening: await accepts(port) }).toEqual({ delay, workers: 0, listening: false });
+      await expect(server.listen()).rejects.toMatchObject({ code: 'server_closed' });
+    }
+  });
+
   it('listen() after close(), or after a close() that came first, is refused with server_closed and opens nothing', async () => {
     const server = createServer({ tools: kToolsModule, port: 0, workers: 1, janitor: false }, { log: () => {} });
     const { port } = await server.listen();
