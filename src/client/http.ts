@@ -147,6 +147,20 @@ const kNamed: Record<string, string> = {
   'tasks/get': 'taskId', 'tasks/update': 'taskId', 'tasks/cancel': 'taskId',
 };
 
+/** The endpoint as a URL: http or https, else `invalid_option` (never a TypeError from deep inside). */
+function endpointUrl(url: unknown): URL {
+  let parsed: URL | undefined;
+  try {
+    parsed = typeof url === 'string' || url instanceof URL ? new URL(url) : undefined;
+  } catch {
+    parsed = undefined;
+  }
+  if (parsed === undefined || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')) {
+    throw new SluiceError('invalid_option', `url must be an http:// or https:// URL (the MCP endpoint), got ${typeof url === 'string' || url instanceof URL ? JSON.stringify(String(url)) : typeof url}`);
+  }
+  return parsed;
+}
+
 /**
  * Streamable HTTP for both eras. Legacy: session headers, JSON or SSE replies, and the cancel is a
  * separate notifications/cancelled POST (on its own connection) sent after this request's bytes
@@ -167,8 +181,13 @@ export class HttpClientTransport implements ClientTransport {
   readonly #toolHeaders = new Map<string, ParamHeaderSpecs>();
   readonly #maxResponseBytes: number;
 
-  constructor(options: HttpTransportOptions) {
-    this.#url = new URL(options.url);
+  /**
+   * `options`, or only the endpoint's URL (`new HttpClientTransport('http://127.0.0.1:3000/mcp')`,
+   * as the official SDK's transports take it). A URL that is not http(s) is `invalid_option`.
+   */
+  constructor(options: HttpTransportOptions | string | URL) {
+    if (typeof options === 'string' || options instanceof URL) options = { url: options };
+    this.#url = endpointUrl(options?.url);
     this.#maxResponseBytes = responseBound(options.maxResponseBytes);
     this.#headers = options.headers ?? {};
     this.#bearer = options.bearer;

@@ -79,6 +79,18 @@ describe('the client against a Sluice server, per transport', () => {
     await expect(client.callTool('nope')).rejects.toMatchObject({ rpcCode: -32602 });
   });
 
+  it('the transport takes the endpoint alone, as a string or a URL (as the official SDK\'s do); a URL that is not http(s) is invalid_option', async () => {
+    running = await startServer();
+    for (const endpoint of [running.address.url, new URL(running.address.url)]) {
+      const client = track(new Client(new HttpClientTransport(endpoint)));
+      expect((await client.callTool('echo', { text: 'short form' })).content).toEqual([{ type: 'text', text: 'short form' }]);
+    }
+    // A TypeError ("Invalid URL", input undefined) before: the URL given where options go.
+    for (const bad of ['127.0.0.1:3000', 'ftp://127.0.0.1/mcp', 'not a url', { url: 5 }, {}]) {
+      expect(() => new HttpClientTransport(bad as never), JSON.stringify(bad)).toThrow(expect.objectContaining({ code: 'invalid_option', message: expect.stringContaining('http:// or https://') }));
+    }
+  });
+
   it('timeoutMs: one setTimeout cannot hold is refused, not a call cancelled after 1 ms; Infinity is none', async () => {
     running = await startServer();
     const client = track(new Client(new HttpClientTransport({ url: running.address.url })));
