@@ -112,18 +112,36 @@ const near: object[] = [];
 const ancestors = new Set<object>();
 
 /**
- * Why `value` cannot be sent as JSON (a BigInt, a function, a symbol, a cycle), with where, or
- * undefined. Walks without allocating unless it finds something; objects with toJSON (Date, Buffer)
+ * Why `value` cannot be sent as JSON (a BigInt, a function, a symbol, a cycle; a Map, Set or Error,
+ * which JSON would empty), with where, or undefined. Walks without allocating unless it finds something; objects with toJSON (Date, Buffer)
  * are left to JSON.stringify.
  */
 export function unserialisable(value: unknown, root: string): string | undefined {
   const path = walk(value, 0);
   near.length = 0;
   if (ancestors.size > 0) ancestors.clear();
-  return path === undefined ? undefined : `${path.what} at ${root}${path.at.reverse().join('')}`;
+  return path === undefined ? undefined : `${path.what} at ${root}${path.at.reverse().join('')}${path.hint === undefined ? '' : ` (${path.hint})`}`;
 }
 
-interface Found { what: string; at: string[] }
+interface Found { what: string; at: string[]; hint?: string }
+
+/**
+ * Objects JSON.stringify turns into `{}` without a word, their contents lost: refused like a
+ * BigInt rather than sent empty. Asked only of objects with no own enumerable key (an Error given
+ * enumerable fields is sent as those fields), and answered at once for a plain `{}`.
+ */
+function emptiedByJson(object: object): Found | undefined {
+  const proto: unknown = Object.getPrototypeOf(object);
+  if (proto === Object.prototype || proto === null) return undefined;
+  // By tag, not instanceof: a Map from another realm (vm, a pool thread's clone) is caught too.
+  switch (Object.prototype.toString.call(object)) {
+    case '[object Map]': return { what: 'a Map', at: [], hint: 'JSON would send it as {}: Object.fromEntries(map) sends its entries' };
+    case '[object Set]': return { what: 'a Set', at: [], hint: 'JSON would send it as {}: [...set] sends its values' };
+    case '[object WeakMap]': case '[object WeakSet]': return { what: 'a WeakMap or WeakSet', at: [], hint: 'JSON would send it as {}' };
+    case '[object Error]': return { what: 'an Error', at: [], hint: 'JSON would send it as {}: throw it to report a failure, or send its message' };
+    default: return undefined;
+  }
+}
 
 function walk(value: unknown, depth: number): Found | undefined {
   switch (typeof value) {
@@ -150,14 +168,25 @@ function walk(value: unknown, depth: number): Found | undefined {
       }
     }
   } else {
+    let keys = 0;
     for (const key in object) {
       if (!Object.prototype.hasOwnProperty.call(object, key)) continue;
+      keys++;
       const item = object[key];
       if (item === undefined) continue; // JSON leaves the property out
       const found = walk(item, depth + 1);
       if (found !== undefined) {
         found.at.push(`.${key}`);
         return found;
+      }
+    }
+    // JSON sends an object with no own enumerable keys as {}: a Map, a Set or an Error would lose
+    // everything in it. Only such objects are looked at more closely.
+    if (keys === 0) {
+      const emptied = emptiedByJson(object);
+      if (emptied !== undefined) {
+        if (depth >= kNear) ancestors.delete(object);
+        return emptied;
       }
     }
   }

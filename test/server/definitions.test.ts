@@ -31,7 +31,7 @@ const call = (name: string, args: Record<string, unknown> = {}): Promise<Result>
 describe('tools/list', () => {
   it('the SDK v1 client lists every tool, with the JSON Schemas a zod tool publishes', async () => {
     const { tools } = await session.client.listTools(undefined, kTimeout);
-    expect(tools.length).toBe(58);
+    expect(tools.length).toBe(64);
     const zod = tools.find((t) => t.name === 'zod_typed');
     expect(zod?.inputSchema).toMatchObject({ type: 'object', properties: { n: { type: 'number' }, word: { type: 'string' } }, required: ['n', 'word'] });
     expect(zod?.outputSchema).toMatchObject({ type: 'object', properties: { fixed: { type: 'string' } } });
@@ -80,6 +80,9 @@ describe.each([['inline', ''], ['pool', '_pool']])('%s tools', (_where, suffix) 
     ['circular_result', 'a circular reference at $.next.back'],
     ['function_result', 'a function at $'],
     ['method_result', 'a function at $.describe'],
+    ['map_result', 'a Map at $.totals (JSON would send it as {}: Object.fromEntries(map) sends its entries)'],
+    ['set_result', 'a Set at $ (JSON would send it as {}: [...set] sends its values)'],
+    ['error_result', 'an Error at $[1] (JSON would send it as {}: throw it to report a failure, or send its message)'],
   ])('%s: a result that is not JSON is the same isError content, naming the tool', async (base, where) => {
     const result = await call(name(base));
     expect(result.isError).toBe(true);
