@@ -113,8 +113,8 @@ const ancestors = new Set<object>();
 
 /**
  * Why `value` cannot be sent as JSON (a BigInt, a function, a symbol, a cycle; a Map, Set or Error,
- * which JSON would empty), with where, or undefined. Walks without allocating unless it finds something; objects with toJSON (Date, Buffer)
- * are left to JSON.stringify.
+ * which JSON would empty), with where, or undefined. Walks without allocating unless it finds
+ * something; objects with toJSON (Date, Buffer) are left to JSON.stringify.
  */
 export function unserialisable(value: unknown, root: string): string | undefined {
   const path = walk(value, 0);
