@@ -98,7 +98,7 @@ function sluiceEndpoint(): HttpEndpoint {
   const o = resolveOptions({ tools: kToolsModule, port: 0 });
   const engine = new Engine({
     registry: createRegistry(), counters: ServerCounters.create(2), catalog: collectCatalog(kTools),
-    serverInfo: o.serverInfo, streamCancelTimeoutMs: o.streamCancelTimeoutMs, log: () => {}, stateKeys: [new Uint8Array(32).fill(7)],
+    serverInfo: o.serverInfo, streamCancelTimeoutMs: o.streamCancelTimeoutMs, clientRequestTimeoutMs: o.clientRequestTimeoutMs, log: () => {}, stateKeys: [new Uint8Array(32).fill(7)],
   });
   return new HttpEndpoint(engine, {
     path: o.path, allowedOrigins: o.allowedOrigins, sessions: undefined, sessionIdleMs: o.sessionIdleMs, authenticate: undefined, trustProxy: o.trustProxy,

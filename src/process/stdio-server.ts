@@ -15,7 +15,7 @@ import { threadEntry } from './thread-entry.js';
 
 /** The options stdio uses (no host, port, workers, sessions, HTTP limits: none applies to it). */
 export type StdioServerBaseOptions = Pick<ServerOptions,
-  'tools' | 'registry' | 'janitor' | 'maxBodyBytes' | 'streamCancelTimeoutMs' | 'shutdownGraceMs' | 'poolThreads' | 'logLevel' | 'serverInfo' | 'instructions' | 'tasks' | 'tracing'>;
+  'tools' | 'registry' | 'janitor' | 'maxBodyBytes' | 'streamCancelTimeoutMs' | 'clientRequestTimeoutMs' | 'shutdownGraceMs' | 'poolThreads' | 'logLevel' | 'serverInfo' | 'instructions' | 'tasks' | 'tracing'>;
 
 export interface StdioServerOptions extends StdioServerBaseOptions {
   /** Default process.stdin. */

@@ -124,6 +124,8 @@ export interface EngineConfig {
   readonly pool?: ToolPool | undefined;
   /** How long a cancelled request's tool may keep running before it is killed. */
   readonly streamCancelTimeoutMs: number;
+  /** How long a request sent to the client waits for its answer (then the asker gets -31002). */
+  readonly clientRequestTimeoutMs: number;
   /** Where refusals worth an operator's attention go. */
   readonly log: (level: 'debug' | 'info' | 'warn' | 'error', message: string) => void;
   /** Keys that seal 2026-07-28 requestState, newest first (the same in every thread of a server). */

@@ -53,7 +53,7 @@ export class Engine {
     this.config = config;
     const index = new CatalogIndex(config.catalog);
     this.#listeners = new Listeners(index, config.tasks?.store);
-    this.#clientRequests = new ClientRequests(config.forwardResponse, config.nodeId);
+    this.#clientRequests = new ClientRequests(config.forwardResponse, config.nodeId, config.clientRequestTimeoutMs);
     const clientRequests = this.#clientRequests;
     const taskHost: TaskHost | undefined = config.tasks === undefined ? undefined : {
       registry: config.registry,

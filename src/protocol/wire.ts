@@ -23,6 +23,8 @@ export const ErrorCode = {
    * the JSON-RPC reserved range (-32768..-32000), as 2026-07-28 asks of new codes.
    */
   CancellationLimitReached: -31001,
+  /** Sluice: the client did not answer a request the server sent it (ctx.request, a legacy input round) within clientRequestTimeoutMs. */
+  ClientAnswerTimeout: -31002,
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 

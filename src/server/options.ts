@@ -112,6 +112,8 @@ export interface ServerOptions {
   bodyTimeoutMs?: number;
   /** How long a cancelled request's tool may run on before it is killed. Default 5000 ms. */
   streamCancelTimeoutMs?: number;
+  /** How long a request the server sends the client (ctx.request, a legacy input round) waits for its answer. Default 300 000 ms. */
+  clientRequestTimeoutMs?: number;
   /** Serve Prometheus text at GET /metrics. Default false. */
   metrics?: boolean;
   /**
@@ -221,6 +223,7 @@ export interface ResolvedOptions {
   maxBodyBytes: number;
   bodyTimeoutMs: number;
   streamCancelTimeoutMs: number;
+  clientRequestTimeoutMs: number;
   metrics: boolean;
   /** The separate /metrics listener, when `metricsPort` was given. */
   metricsListener: { host: string; port: number } | undefined;
@@ -273,6 +276,7 @@ export const kIntegerOptions = {
   maxBodyBytes: [4 * 1024 * 1024, 1, 1 << 30],
   bodyTimeoutMs: [30_000, 1, 2 ** 31 - 1],
   streamCancelTimeoutMs: [5_000, 0, 2 ** 31 - 1],
+  clientRequestTimeoutMs: [300_000, 1, 2 ** 31 - 1],
   shutdownGraceMs: [5_000, 0, 2 ** 31 - 1],
   /** Pool threads per HTTP worker (also what bounds the stdio server's threads). */
   poolThreads: [1, 1, 64],
@@ -343,6 +347,7 @@ export function resolveOptions(options: ServerOptions): ResolvedOptions {
     maxBodyBytes: int('maxBodyBytes', options.maxBodyBytes),
     bodyTimeoutMs: int('bodyTimeoutMs', options.bodyTimeoutMs),
     streamCancelTimeoutMs: int('streamCancelTimeoutMs', options.streamCancelTimeoutMs),
+    clientRequestTimeoutMs: int('clientRequestTimeoutMs', options.clientRequestTimeoutMs),
     metrics: bool('metrics', options.metrics) || options.metricsPort !== undefined,
     metricsListener: metricsListener(options),
     janitor,

@@ -86,6 +86,7 @@ export function createEngine(input: EngineInput): ServingEngine {
     instructions: options.instructions,
     pool,
     streamCancelTimeoutMs: options.streamCancelTimeoutMs,
+    clientRequestTimeoutMs: options.clientRequestTimeoutMs,
     log: input.log,
     stateKeys: shared.stateKeys,
     forwardResponse: input.forwardResponse,

@@ -326,6 +326,21 @@ const kWireScenarios: Record<keyof typeof ErrorCode, () => Promise<number>> = {
     expect(second.status).toBe(429);
     return errorCodeOf(second.body);
   },
+  // A question to a client that never answers it (the client declared elicitation, then ignored it).
+  ClientAnswerTimeout: async () => {
+    const asker = defineTool({ name: 'asker', description: 'asks the client', inputSchema: { type: 'object' }, handler: (_args, ctx) => ctx.request('elicitation/create', { message: 'Name?', requestedSchema: { type: 'object', properties: {} } }) });
+    const asking = createServer({ tools: [asker], port: 0, clientRequestTimeoutMs: 200 }, { log: () => {} });
+    try {
+      const { url: askUrl } = await asking.listen();
+      const opened = await post(askUrl, { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: { elicitation: {} }, clientInfo: { name: 't', version: '1' } } });
+      const headers = { 'mcp-session-id': String(opened.headers['mcp-session-id']), 'mcp-protocol-version': '2025-11-25' };
+      const streamed = await post(askUrl, { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'asker', arguments: {} } }, headers);
+      const final = streamed.body.split('\n').filter((l) => l.startsWith('data: ')).map((l) => JSON.parse(l.slice(6)) as { id?: unknown }).find((m) => m.id === 1);
+      return errorCodeOf(JSON.stringify(final));
+    } finally {
+      await asking.close();
+    }
+  },
 };
 
 describe('every SluiceErrorCode has a scenario that produces it', () => {

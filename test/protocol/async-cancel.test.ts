@@ -51,6 +51,7 @@ function engine(streamCancelTimeoutMs = 60_000): { engine: Engine; config: Engin
     catalog: collectCatalog(tools),
     serverInfo: { name: 'async-cancel-test', version: '1.0.0' },
     streamCancelTimeoutMs,
+    clientRequestTimeoutMs: 300_000,
     log: () => {},
     stateKeys: [new Uint8Array(32).fill(7)],
   };

@@ -128,6 +128,7 @@ export function makeEngine(options: { registry?: RegistryOptions; streamCancelTi
     catalog: collectCatalog(options.tools ?? kTools),
     serverInfo: { name: 'engine-test', version: '1.0.0' },
     streamCancelTimeoutMs: options.streamCancelTimeoutMs ?? 60_000,
+    clientRequestTimeoutMs: 300_000,
     log: (level, message) => { logs.push(`${level} ${message}`); },
     stateKeys: [new Uint8Array(32).fill(7)],
     tracer: options.tracer,

@@ -149,6 +149,26 @@ describe('legacy era: a handler that returns inputRequired is answered mid-call'
     expect(recorded(record)).toEqual(['first']);
   });
 
+  it('a client that never answers: after clientRequestTimeoutMs the question is withdrawn (notifications/cancelled) and the call fails with -31002, its row released', async () => {
+    const s = await startServer({ tools: kTools, clientRequestTimeoutMs: 400 });
+    onCleanup(() => s.close());
+    const c = new Client({ name: 'legacy-input-test', version: '1' }, { capabilities: { elicitation: {} } });
+    let withdrawn = false;
+    // Holds the question until the server withdraws it (the SDK aborts the handler on notifications/cancelled).
+    c.setRequestHandler(ElicitRequestSchema, (_request, extra) => new Promise((resolve) => {
+      extra.signal.addEventListener('abort', () => { withdrawn = true; resolve({ action: 'cancel' }); });
+    }));
+    await c.connect(new StreamableHTTPClientTransport(new URL(s.address.url)));
+    onCleanup(() => c.close());
+    const record = recordPath();
+    const started = Date.now();
+    await expect(c.callTool({ name: 'ask_recorded', arguments: { record } }, undefined, kCallTimeout)).rejects.toMatchObject({ code: -31002, message: expect.stringContaining('the client did not answer elicitation/create within 400 ms') });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(350);
+    expect(withdrawn).toBe(true);
+    expect(recorded(record)).toEqual(['first']); // the handler did not run again
+    await until(() => s.server.registry.counters().inFlight === 0, 2_000, 'the row released');
+  });
+
   it('over stdio, a client that closes its input while being asked ends the call (cancelled, not failed) and the server ends', async () => {
     for (const [tools, call] of [[kTools, { name: 'ask_recorded', arguments: { record: recordPath() } }], [kToolsModule, { name: 'ask', arguments: {} }]] as const) {
       const s = stdioServer({ tools });

@@ -13,6 +13,7 @@ interface Pending {
   /** The run that asked and what (its span notes the answer). */
   readonly run: Run;
   readonly method: string;
+  readonly timer: ReturnType<typeof setTimeout>;
 }
 
 /** `s<threadId>-<n>`, or in cluster mode `s<nodeId>.<threadId>-<n>` (node ids have no dot). */
@@ -29,11 +30,13 @@ export class ClientRequests {
   readonly #forward: EngineConfig['forwardResponse'];
   readonly #node: string | undefined;
   readonly #prefix: string;
+  readonly #timeoutMs: number;
   #next = 0;
 
-  constructor(forward: EngineConfig['forwardResponse'], nodeId?: string) {
+  constructor(forward: EngineConfig['forwardResponse'], nodeId: string | undefined, timeoutMs: number) {
     this.#forward = forward;
     this.#node = nodeId;
+    this.#timeoutMs = timeoutMs;
     this.#prefix = nodeId === undefined ? `s${threadId}-` : `s${nodeId}.${threadId}-`;
   }
 
@@ -44,7 +47,11 @@ export class ClientRequests {
     const trace = run.traceContext();
     if (trace !== undefined) params = { ...params, _meta: { ...(params._meta as Record<string, unknown> | undefined), ...trace } };
     return new Promise((resolve, reject) => {
-      this.#pending.set(id, { resolve, reject, scope: run.info.scope, run, method });
+      // A client that never answers (it ignored the question, its session was deleted or expired)
+      // must not hold the request, its row and its tool for ever.
+      const timer = setTimeout(() => this.#timedOut(id), this.#timeoutMs);
+      timer.unref();
+      this.#pending.set(id, { resolve, reject, scope: run.info.scope, run, method, timer });
       run.awaitAnswer(id);
       run.notify(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"method":${JSON.stringify(method)},"params":${JSON.stringify(params)}}`);
     });
@@ -61,10 +68,26 @@ export class ClientRequests {
 
   /** Drops a request that will never be answered (its run ended). */
   abandon(id: string, error: Error): void {
+    this.#take(id)?.reject(error);
+  }
+
+  /** The pending request `id`, taken out (its timer stopped), or undefined. */
+  #take(id: string): Pending | undefined {
     const pending = this.#pending.get(id);
-    if (pending === undefined) return;
+    if (pending === undefined) return undefined;
     this.#pending.delete(id);
-    pending.reject(error);
+    clearTimeout(pending.timer);
+    return pending;
+  }
+
+  /** No answer within the timeout: the client is told the question is withdrawn, the asker gets -31002. */
+  #timedOut(id: string): void {
+    const pending = this.#take(id);
+    if (pending === undefined) return;
+    const reason = `the client did not answer ${pending.method} within ${this.#timeoutMs} ms`;
+    pending.run.notify(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":${JSON.stringify(id)},"reason":${JSON.stringify(reason)}}}`);
+    pending.run.spanEvent('mcp.client_response.timed_out', { 'jsonrpc.request.id': id, 'mcp.method.name': pending.method });
+    pending.reject(new ProtocolError(ErrorCode.ClientAnswerTimeout, reason));
   }
 
   /**
@@ -93,9 +116,9 @@ export class ClientRequests {
       if (text.length <= kMaxRelayedResponse) this.#forward?.(owner, text, scope, elsewhere ? node : undefined);
       return;
     }
-    const pending = this.#pending.get(id);
-    if (pending === undefined || pending.scope !== scope) return; // unknown, late, or someone else's
-    this.#pending.delete(id);
+    const waiting = this.#pending.get(id);
+    if (waiting === undefined || waiting.scope !== scope) return; // unknown, late, or someone else's
+    const pending = this.#take(id)!;
     pending.run.spanEvent('mcp.client_response.received', via === undefined ? { 'jsonrpc.request.id': id, 'mcp.method.name': pending.method } : { 'jsonrpc.request.id': id, 'mcp.method.name': pending.method, 'sluice.relayed_by': via });
     if (response.error !== undefined) {
       const e = response.error as { code?: unknown; message?: unknown };
