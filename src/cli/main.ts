@@ -91,6 +91,8 @@ Options of call and list:
 
 /** The `sluice` command. Returns the exit code. */
 export async function main(argv: readonly string[]): Promise<number> {
+  // `sluice serve --stdio` owns stdout as its protocol channel (the transport handles its errors).
+  if (argv[0] !== 'serve') endQuietlyWhenStdoutCloses();
   try {
     return await run(argv);
   } catch (error) {
@@ -101,6 +103,19 @@ export async function main(argv: readonly string[]): Promise<number> {
     process.stderr.write(`sluice: ${error instanceof Error ? error.message : String(error)}\n`);
     return 1;
   }
+}
+
+/**
+ * `sluice call … | head -1`: a reader that closes the pipe early has what it wanted. Its EPIPE ends
+ * the command at once with 0, not with an unhandled 'error' and a stack trace; a closed stderr
+ * only loses what would have gone there.
+ */
+function endQuietlyWhenStdoutCloses(): void {
+  process.stderr.on('error', () => {});
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') process.stderr.write(`sluice: cannot write the output: ${error.message}\n`);
+    process.exit(error.code === 'EPIPE' ? 0 : 1);
+  });
 }
 
 async function run(argv: readonly string[]): Promise<number> {

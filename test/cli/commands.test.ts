@@ -1,10 +1,12 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { endpointUrl, renderResult } from '../../src/cli/client-commands.js';
 import { describeServed, serveOptions } from '../../src/cli/serve.js';
 import { startServer } from '../helpers/server.js';
 import type { TestServer } from '../helpers/server.js';
-import { kSluiceUrl, runCli, serveCli, tempDir } from './helpers.js';
+import { kBin, kSluiceUrl, runCli, serveCli, tempDir } from './helpers.js';
 
 let running: TestServer;
 let hostPort: string;
@@ -68,6 +70,25 @@ describe('sluice call', () => {
   it('arguments that are not a JSON object are a usage error', async () => {
     expect((await runCli(['call', hostPort, 'echo', '[1]'])).code).toBe(2);
     expect((await runCli(['call', hostPort, 'echo', '{oops'])).code).toBe(2);
+  });
+});
+
+describe('sluice call | head (the reader closes the pipe early)', () => {
+  it('ends with exit 0 and no stack trace, for the text and the --json output', async () => {
+    const dir = tempDir({ 'tools.mjs': `import { defineTool } from '${kSluiceUrl}';\nexport const big = defineTool({ name: 'big', description: 'd', inputSchema: { type: 'object', properties: {} }, handler: () => 'x'.repeat(4_000_000) });\n` });
+    const serving = await serveCli(['--port', '0', '--workers', '1', '--tools', 'tools.mjs'], { cwd: dir });
+    try {
+      for (const extra of [[], ['--json']]) {
+        const child = spawn(process.execPath, [kBin, 'call', serving.url, 'big', ...extra], { stdio: ['ignore', 'pipe', 'pipe'] });
+        let stderr = '';
+        child.stderr.on('data', (c: Buffer) => { stderr += c.toString(); });
+        child.stdout.once('data', () => child.stdout.destroy()); // as `| head -c 100` does
+        const [code] = (await once(child, 'exit')) as [number | null];
+        expect({ extra, code, stderr }).toEqual({ extra, code: 0, stderr: '' });
+      }
+    } finally {
+      expect(await serving.stop()).toBe(0);
+    }
   });
 });
 
