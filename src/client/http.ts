@@ -1,4 +1,4 @@
-import { Agent as HttpAgent, request as httpRequest } from 'node:http';
+import { Agent as HttpAgent, request as httpRequest, validateHeaderName, validateHeaderValue } from 'node:http';
 import type { ClientRequest, IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { SluiceError } from '../errors.js';
@@ -12,7 +12,10 @@ import type { ClientTransport, JsonRpcMessage, SendOptions } from './transport.j
 export interface HttpTransportOptions {
   /** The MCP endpoint, e.g. http://127.0.0.1:3000/mcp */
   url: string | URL;
-  /** Extra headers on every request. For a bearer token, prefer `bearer` (the two cannot both set authorization). */
+  /**
+   * Extra headers on every request, checked at construction as HTTP checks them (`invalid_option`).
+   * For a bearer token, prefer `bearer` (the two cannot both set authorization).
+   */
   headers?: Record<string, string>;
   /**
    * An OAuth bearer token (RFC 6750) sent as `Authorization: Bearer <token>` on every request of
@@ -147,6 +150,21 @@ const kNamed: Record<string, string> = {
   'tasks/get': 'taskId', 'tasks/update': 'taskId', 'tasks/cancel': 'taskId',
 };
 
+/** The extra headers, checked once here as HTTP would check them on every call: else `invalid_option`. */
+function checkedHeaders(headers: Record<string, string> | undefined): Record<string, string> {
+  if (headers === undefined) return {};
+  if (headers === null || typeof headers !== 'object') throw new SluiceError('invalid_option', `headers must be an object of header names and values, got ${headers === null ? 'null' : typeof headers}`);
+  for (const [name, value] of Object.entries(headers)) {
+    try {
+      validateHeaderName(name);
+      validateHeaderValue(name, value);
+    } catch (error) {
+      throw new SluiceError('invalid_option', `headers: ${(error as Error).message}`);
+    }
+  }
+  return headers;
+}
+
 /** The endpoint as a URL: http or https, else `invalid_option` (never a TypeError from deep inside). */
 function endpointUrl(url: unknown): URL {
   let parsed: URL | undefined;
@@ -189,7 +207,7 @@ export class HttpClientTransport implements ClientTransport {
     if (typeof options === 'string' || options instanceof URL) options = { url: options };
     this.#url = endpointUrl(options?.url);
     this.#maxResponseBytes = responseBound(options.maxResponseBytes);
-    this.#headers = options.headers ?? {};
+    this.#headers = checkedHeaders(options.headers);
     this.#bearer = options.bearer;
     if (this.#bearer !== undefined) {
       if (typeof this.#bearer !== 'function') checkToken(this.#bearer);

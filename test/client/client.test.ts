@@ -91,6 +91,16 @@ describe('the client against a Sluice server, per transport', () => {
     }
   });
 
+  it('headers HTTP would refuse on every call are invalid_option at construction, naming the header', () => {
+    const url = 'http://127.0.0.1:1/mcp';
+    // Before: each call failed with Node's ERR_INVALID_CHAR / ERR_INVALID_HTTP_TOKEN, the transport built fine.
+    for (const [headers, named] of [[{ 'x-a': 'b\r\nx-c: d' }, 'x-a'], [{ 'bad name': 'v' }, 'bad name'], [{ 'x-nul': 'a\u0000b' }, 'x-nul']] as const) {
+      expect(() => new HttpClientTransport({ url, headers }), named).toThrow(expect.objectContaining({ code: 'invalid_option', message: expect.stringContaining(named) }));
+    }
+    expect(() => new HttpClientTransport({ url, headers: 'x-a: b' as never })).toThrow(expect.objectContaining({ code: 'invalid_option' }));
+    expect(() => new HttpClientTransport({ url, headers: { 'x-trace': 'abc', 'user-agent': 'probe/1' } })).not.toThrow();
+  });
+
   it('timeoutMs: one setTimeout cannot hold is refused, not a call cancelled after 1 ms; Infinity is none', async () => {
     running = await startServer();
     const client = track(new Client(new HttpClientTransport({ url: running.address.url })));
