@@ -1,7 +1,7 @@
 import { threadId } from 'node:worker_threads';
 import type { ClientResponse, EngineConfig } from '../contract.js';
 import type { Run } from '../run.js';
-import { ErrorCode, ProtocolError } from '../wire.js';
+import { ErrorCode, ProtocolError, notificationBody } from '../wire.js';
 
 /** Longest response text relayed between threads (a client's answer to one of our requests). */
 const kMaxRelayedResponse = 1024 * 1024;
@@ -71,10 +71,10 @@ export class ClientRequests {
     this.#take(id)?.reject(error);
   }
 
-  /** The pending request `id`, taken out (its timer stopped), or undefined. */
-  #take(id: string): Pending | undefined {
+  /** The pending request `id` (asked of `scope`, when given), taken out with its timer stopped, or undefined. */
+  #take(id: string, scope?: string): Pending | undefined {
     const pending = this.#pending.get(id);
-    if (pending === undefined) return undefined;
+    if (pending === undefined || (scope !== undefined && pending.scope !== scope)) return undefined;
     this.#pending.delete(id);
     clearTimeout(pending.timer);
     return pending;
@@ -85,7 +85,7 @@ export class ClientRequests {
     const pending = this.#take(id);
     if (pending === undefined) return;
     const reason = `the client did not answer ${pending.method} within ${this.#timeoutMs} ms`;
-    pending.run.notify(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":${JSON.stringify(id)},"reason":${JSON.stringify(reason)}}}`);
+    pending.run.notify(notificationBody('notifications/cancelled', { requestId: id, reason }));
     pending.run.spanEvent('mcp.client_response.timed_out', { 'jsonrpc.request.id': id, 'mcp.method.name': pending.method });
     pending.reject(new ProtocolError(ErrorCode.ClientAnswerTimeout, reason));
   }
@@ -116,9 +116,8 @@ export class ClientRequests {
       if (text.length <= kMaxRelayedResponse) this.#forward?.(owner, text, scope, elsewhere ? node : undefined);
       return;
     }
-    const waiting = this.#pending.get(id);
-    if (waiting === undefined || waiting.scope !== scope) return; // unknown, late, or someone else's
-    const pending = this.#take(id)!;
+    const pending = this.#take(id, scope);
+    if (pending === undefined) return; // unknown, late, or someone else's
     pending.run.spanEvent('mcp.client_response.received', via === undefined ? { 'jsonrpc.request.id': id, 'mcp.method.name': pending.method } : { 'jsonrpc.request.id': id, 'mcp.method.name': pending.method, 'sluice.relayed_by': via });
     if (response.error !== undefined) {
       const e = response.error as { code?: unknown; message?: unknown };
