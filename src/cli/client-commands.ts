@@ -6,6 +6,7 @@ import { Client, RpcError } from '../client/client.js';
 import type { CallToolResult, RequestOptions } from '../client/client.js';
 import { HttpClientTransport, InsufficientScopeError, UnauthorizedError } from '../client/http.js';
 import { StdioClientTransport } from '../client/stdio.js';
+import { PageWalk } from '../client/pages.js';
 import { UsageError } from './flags.js';
 
 export interface ClientFlags {
@@ -156,20 +157,22 @@ async function explainCallFailure(client: Client, tool: string, error: unknown, 
 
 type Item = Record<string, unknown>;
 
-/** Every page of a list. */
+const kListMethods = { tools: 'tools/list', resources: 'resources/list', resourceTemplates: 'resources/templates/list', prompts: 'prompts/list' } as const;
+
+/** Every page of a list (at most 1000; a cursor given twice ends it as invalid_response). */
 async function listAll(client: Client, kind: 'tools' | 'resources' | 'resourceTemplates' | 'prompts', options: { timeoutMs?: number } = {}): Promise<Item[]> {
   const items: Item[] = [];
+  const walk = new PageWalk(kListMethods[kind], 1000);
   let cursor: string | undefined;
-  for (let page = 0; page < 1000; page++) {
+  do {
     const params = cursor === undefined ? {} : { cursor };
     const result = kind === 'tools' ? await client.listTools(params, options)
       : kind === 'resources' ? await client.listResources(params, options)
         : kind === 'resourceTemplates' ? await client.listResourceTemplates(params, options)
           : await client.listPrompts(params, options);
     items.push(...((result[kind] as Item[] | undefined) ?? []));
-    cursor = typeof result.nextCursor === 'string' ? result.nextCursor : undefined;
-    if (cursor === undefined) break;
-  }
+    cursor = walk.next(result);
+  } while (cursor !== undefined);
   return items;
 }
 

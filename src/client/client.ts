@@ -3,6 +3,7 @@ import { ErrorCode, ProtocolError, kLegacyVersions, kMetaClientCapabilities, kMe
 import { InsufficientScopeError, SessionExpiredError, UnauthorizedError } from './http.js';
 import { checkParamHeaders, kInvalidAnnotations } from './param-headers.js';
 import type { ClientTransport, JsonRpcMessage } from './transport.js';
+import { PageWalk } from './pages.js';
 import { Task, kTasksExtension, reasonOf } from './tasks.js';
 import { ClientMeter, ClientTracer } from './tracing.js';
 import type { InputResponses, ListTasksResult, TaskCallOptions, TaskHandle, TaskInfo, TaskPeer } from './tasks.js';
@@ -326,16 +327,17 @@ export class Client {
     }
   }
 
-  /** Every page of tools/list (bounded), so the transport knows each tool's header annotations. */
+  /** Every page of tools/list (bounded; a cursor given twice is invalid_response), so the transport knows each tool's header annotations. */
   async #learnTools(options: RequestOptions): Promise<void> {
+    // At most 100 pages: a tool past them is called unlearned, and the server's refusal says so.
+    const walk = new PageWalk('tools/list');
     let cursor: string | undefined;
-    for (let page = 0; page < 100; page++) {
+    for (let page = 0; page === 0 || (cursor !== undefined && page < 100); page++) {
       const result = await this.listTools(cursor === undefined ? {} : { cursor }, {
         ...(options.signal === undefined ? {} : { signal: options.signal }),
         ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
       });
-      cursor = typeof result.nextCursor === 'string' ? result.nextCursor : undefined;
-      if (cursor === undefined) return;
+      cursor = walk.next(result);
     }
   }
 

@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { endpointUrl, renderResult } from '../../src/cli/client-commands.js';
 import { describeServed, serveOptions } from '../../src/cli/serve.js';
+import { startFixture } from '../loadgen/helpers.js';
 import { startServer } from '../helpers/server.js';
 import type { TestServer } from '../helpers/server.js';
 import { kBin, kSluiceUrl, runCli, serveCli, tempDir } from './helpers.js';
@@ -118,6 +119,24 @@ describe('sluice list', () => {
 
   it('needs a server', async () => {
     expect((await runCli(['list'])).code).toBe(2);
+  });
+
+  it('a server whose pages loop, or never end, is an error naming the method, not a list that repeats or stops without a word', async () => {
+    const loop = await startFixture('bench-bad-servers.mjs', ['cursor-loop']);
+    const endless = await startFixture('bench-bad-servers.mjs', ['endless-list']);
+    try {
+      for (const json of [[], ['--json']]) {
+        const looped = await runCli(['list', ...json, loop.url]);
+        expect(looped).toMatchObject({ code: 1, stdout: '' });
+        expect(looped.stderr).toBe('sluice: the server\'s tools/list gave the cursor "1" a second time (page 4): its pages loop\n');
+      }
+      const long = await runCli(['list', endless.url]);
+      expect(long).toMatchObject({ code: 1, stdout: '' });
+      expect(long.stderr).toBe('sluice: the server\'s tools/list still had more after 1000 pages: stopped there rather than read a list with no end\n');
+    } finally {
+      await loop.stop();
+      await endless.stop();
+    }
   });
 });
 

@@ -14,6 +14,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Client, HttpClientTransport, RpcError } from '../../src/client/index.js';
 import { createServer, defineTool } from '../../src/index.js';
 import type { Server } from '../../src/index.js';
+import { startFixture } from '../loadgen/helpers.js';
 
 const bin = fileURLToPath(new URL('../../bin/sluice.js', import.meta.url));
 
@@ -146,6 +147,18 @@ describe('the Sluice client and x-mcp-header', () => {
       expect(seen.filter((s) => s.method === 'tools/list')).toHaveLength(1);
     } finally {
       await client.close();
+    }
+  });
+
+  it('a server whose tools/list pages loop: the call ends with invalid_response after one round of them, not a hundred pages', async () => {
+    const loop = await startFixture('bench-bad-servers.mjs', ['cursor-loop']);
+    const client = new Client(new HttpClientTransport({ url: loop.url }), { era: 'modern' });
+    try {
+      const error = await client.callTool('t0', {}).catch((e: unknown) => e);
+      expect(error).toMatchObject({ code: 'invalid_response', message: 'the server\'s tools/list gave the cursor "1" a second time (page 4): its pages loop' });
+    } finally {
+      await client.close();
+      await loop.stop();
     }
   });
 
