@@ -1,7 +1,8 @@
 /** `sluice call` and `sluice list`: a client against a URL or a stdio command, readable output. */
 import { join } from 'node:path';
 
-import { CancelledError } from '../errors.js';
+import { CancelledError, SluiceError } from '../errors.js';
+import { kindOf } from '../tools/result.js';
 import { Client, RpcError } from '../client/client.js';
 import type { CallToolResult, RequestOptions } from '../client/client.js';
 import { HttpClientTransport, InsufficientScopeError, UnauthorizedError } from '../client/http.js';
@@ -74,7 +75,7 @@ function explain(error: unknown, where: string, url: URL | undefined, sentToken:
       ? `${where} answered 404: no MCP endpoint at /mcp (if the server's endpoint has another path, give its full URL)`
       : `${where} answered 404: no MCP endpoint at ${url.pathname}. Sluice serves at /mcp: try ${url.protocol}//${url.host}/mcp`;
   }
-  if (error instanceof RpcError) return `the server refused: ${message} (JSON-RPC error ${error.rpcCode})`;
+  if (error instanceof RpcError) return `the server refused: ${printable(message)} (JSON-RPC error ${error.rpcCode})`;
   return message;
 }
 
@@ -152,15 +153,37 @@ async function explainCallFailure(client: Client, tool: string, error: unknown, 
     return text;
   }
   if (names.includes(tool)) return text;
-  return `${where} has no tool named ${tool}. Its tools: ${names.length === 0 ? 'none' : names.join(', ')}`;
+  return `${where} has no tool named ${tool}. Its tools: ${names.length === 0 ? 'none' : printable(names.join(', '))}`;
 }
 
 type Item = Record<string, unknown>;
 
+type ListKind = 'tools' | 'resources' | 'resourceTemplates' | 'prompts';
 const kListMethods = { tools: 'tools/list', resources: 'resources/list', resourceTemplates: 'resources/templates/list', prompts: 'prompts/list' } as const;
+/** The field that names an item of each list: `sluice list` prints it, and an item without it is not one. */
+const kItemName = { tools: 'name', resources: 'uri', resourceTemplates: 'uriTemplate', prompts: 'name' } as const;
+
+/**
+ * A page's items, checked: a list of objects, each named by a string. The client passes results on
+ * as the server sent them; printed unchecked, a string became "Tools (3): undefined undefined
+ * undefined" and a null item a bare TypeError.
+ */
+function pageItems(result: Record<string, unknown>, kind: ListKind): Item[] {
+  const items = result[kind];
+  if (items === undefined) return [];
+  const method = kListMethods[kind];
+  if (!Array.isArray(items)) throw new SluiceError('invalid_response', `the server's ${method} answered ${kind} that is ${kindOf(items)}, not a list`);
+  const key = kItemName[kind];
+  items.forEach((item: unknown, i) => {
+    if (item === null || typeof item !== 'object' || Array.isArray(item)) throw new SluiceError('invalid_response', `the server's ${method}: ${kind}[${i}] is ${kindOf(item)}, not an object`);
+    const name = (item as Item)[key];
+    if (typeof name !== 'string') throw new SluiceError('invalid_response', `the server's ${method}: ${kind}[${i}].${key} is ${kindOf(name)}, not a string`);
+  });
+  return items as Item[];
+}
 
 /** Every page of a list (at most 1000; a cursor given twice ends it as invalid_response). */
-async function listAll(client: Client, kind: 'tools' | 'resources' | 'resourceTemplates' | 'prompts', options: { timeoutMs?: number } = {}): Promise<Item[]> {
+async function listAll(client: Client, kind: ListKind, options: { timeoutMs?: number } = {}): Promise<Item[]> {
   const items: Item[] = [];
   const walk = new PageWalk(kListMethods[kind], 1000);
   let cursor: string | undefined;
@@ -170,7 +193,7 @@ async function listAll(client: Client, kind: 'tools' | 'resources' | 'resourceTe
       : kind === 'resources' ? await client.listResources(params, options)
         : kind === 'resourceTemplates' ? await client.listResourceTemplates(params, options)
           : await client.listPrompts(params, options);
-    items.push(...((result[kind] as Item[] | undefined) ?? []));
+    for (const item of pageItems(result, kind)) items.push(item);
     cursor = walk.next(result);
   } while (cursor !== undefined);
   return items;
@@ -207,7 +230,7 @@ export async function list(args: string[], flags: ClientFlags): Promise<number> 
     if (resourceTemplates.length > 0) out += section('Resource templates', resourceTemplates.map((r) => [String(r.uriTemplate), [r.name, firstLine(r.description)].filter((x) => x !== undefined && x !== '').join('  ')]));
     if (prompts.length > 0) {
       out += section('Prompts', prompts.map((p) => {
-        const argsList = Array.isArray(p.arguments) ? (p.arguments as Item[]).map((a) => `${String(a.name)}${a.required === true ? '' : '?'}`) : [];
+        const argsList = Array.isArray(p.arguments) ? (p.arguments as unknown[]).map((a) => (a !== null && typeof a === 'object' ? `${String((a as Item).name)}${(a as Item).required === true ? '' : '?'}` : '?')) : [];
         return [String(p.name), [firstLine(p.description), argsList.length > 0 ? `(arguments: ${argsList.join(', ')})` : ''].filter((x) => x !== '').join('  ')];
       }));
     }
@@ -231,8 +254,20 @@ function firstLine(text: unknown): string {
   return line.length > 100 ? `${line.slice(0, 99)}…` : line;
 }
 
-function section(title: string, rows: [string, string][]): string {
-  if (rows.length === 0) return `${title}: none\n`;
+/**
+ * Control characters (C0, DEL, C1) and the bidirectional overrides and isolates, which a server's
+ * names and descriptions could use to drive the terminal (colours, its title, the clipboard
+ * through OSC 52) or to show one text and mean another: printed as `\u{…}` escapes instead.
+ */
+const kUnprintable = /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+
+function printable(text: string): string {
+  return text.replace(kUnprintable, (c) => `\\u{${c.charCodeAt(0).toString(16)}}`);
+}
+
+function section(title: string, listed: [string, string][]): string {
+  if (listed.length === 0) return `${title}: none\n`;
+  const rows = listed.map(([name, text]): [string, string] => [printable(name), printable(text)]);
   const width = Math.min(32, Math.max(...rows.map(([name]) => name.length)));
   return `${title} (${rows.length}):\n${rows.map(([name, text]) => `  ${name.padEnd(width)}${text === '' ? '' : `  ${text}`}`.trimEnd()).join('\n')}\n`;
 }

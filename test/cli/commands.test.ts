@@ -138,6 +138,25 @@ describe('sluice list', () => {
       await endless.stop();
     }
   });
+
+  it('a list that is not a list of named objects is an error saying which; names and descriptions cannot drive the terminal', async () => {
+    const servers = await Promise.all(['list-string', 'list-null', 'list-escapes'].map((kind) => startFixture('bench-bad-servers.mjs', [kind])));
+    try {
+      const [string, nulled, escapes] = await Promise.all(servers.map((s) => runCli(['list', s.url])));
+      expect(string).toMatchObject({ code: 1, stdout: '', stderr: 'sluice: the server\'s tools/list answered tools that is a string, not a list\n' });
+      expect(nulled).toMatchObject({ code: 1, stdout: '', stderr: 'sluice: the server\'s tools/list: tools[1] is null, not an object\n' });
+      expect(escapes.code).toBe(0);
+      expect(escapes.stdout).toBe('Tools (1):\n  red\\u{1b}[31m  \\u{1b}]0;pwned\\u{7}desc \\u{202e}evil\n');
+      // Nor can the message of a JSON-RPC error the server sends.
+      const failed = await runCli(['call', servers[2]!.url, 'red\u001b[31m']);
+      expect(failed).toMatchObject({ code: 1, stdout: '', stderr: 'sluice: the server refused: failed \\u{1b}]0;pwned\\u{7} here (JSON-RPC error -32603)\n' });
+      // --json is for programs: the server's strings, as JSON escapes them.
+      const json = await runCli(['list', '--json', servers[2]!.url]);
+      expect((JSON.parse(json.stdout) as { tools: { name: string }[] }).tools[0]!.name).toBe('red\u001b[31m');
+    } finally {
+      await Promise.all(servers.map((s) => s.stop()));
+    }
+  });
 });
 
 describe('sluice --version and usage', () => {
