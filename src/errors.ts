@@ -63,6 +63,15 @@ const kCodeTable: Record<SluiceErrorCode, true> = {
 };
 export const kSluiceErrorCodes: readonly SluiceErrorCode[] = Object.freeze(Object.keys(kCodeTable) as SluiceErrorCode[]);
 
+/** What a value is, for an error's message ('an array', 'a string', …): server and client both say it this way. */
+export function kindOf(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'object') return 'an object';
+  if (value === undefined) return 'nothing';
+  return `a ${typeof value}`;
+}
+
 export class SluiceError extends Error {
   readonly code: SluiceErrorCode;
   constructor(code: SluiceErrorCode, message: string, options?: { cause?: unknown }) {

@@ -1,8 +1,8 @@
-import { SluiceError } from '../errors.js';
+import { SluiceError, kindOf } from '../errors.js';
 import { isInputRequired } from '../tools/context.js';
 import type { InputRequired, ToolContext } from '../tools/context.js';
 import { contentBlockProblem } from '../tools/content-shape.js';
-import { isRecord, kindOf } from '../tools/result.js';
+import { isRecord } from '../tools/result.js';
 import { scopesField } from '../tools/define.js';
 import type { ContentBlock } from '../tools/define.js';
 

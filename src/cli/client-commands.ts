@@ -1,8 +1,7 @@
 /** `sluice call` and `sluice list`: a client against a URL or a stdio command, readable output. */
 import { join } from 'node:path';
 
-import { CancelledError, SluiceError } from '../errors.js';
-import { kindOf } from '../tools/result.js';
+import { CancelledError, SluiceError, kindOf } from '../errors.js';
 import { Client, RpcError } from '../client/client.js';
 import type { CallToolResult, RequestOptions } from '../client/client.js';
 import { HttpClientTransport, InsufficientScopeError, UnauthorizedError } from '../client/http.js';

@@ -2,6 +2,7 @@ import { CancelledError, SluiceError } from '../errors.js';
 import { ErrorCode, ProtocolError, kLegacyVersions, kMetaClientCapabilities, kMetaClientInfo, kMetaProtocolVersion, kModernVersion } from '../protocol/wire.js';
 import { InsufficientScopeError, SessionExpiredError, UnauthorizedError } from './http.js';
 import { checkParamHeaders, kInvalidAnnotations } from './param-headers.js';
+import { responseOutcome } from './transport.js';
 import type { ClientTransport, JsonRpcMessage } from './transport.js';
 import { PageWalk } from './pages.js';
 import { Task, kTasksExtension, reasonOf } from './tasks.js';
@@ -245,12 +246,9 @@ export class Client {
         cleanup();
         if (settled) return; // a late response to a cancelled call: dropped
         settled = true;
-        if (response.error !== undefined) {
-          const e = response.error as { code?: number; message?: string; data?: unknown };
-          reject(new ProtocolError(typeof e.code === 'number' ? e.code : -32603, String(e.message ?? 'error'), e.data));
-        } else {
-          resolve((response.result ?? {}) as Result);
-        }
+        const outcome = responseOutcome(method, response);
+        if (outcome instanceof Error) reject(outcome);
+        else resolve(outcome as Result);
       }, (error: unknown) => {
         cleanup();
         if (settled) return;
@@ -433,3 +431,4 @@ function cancelParams(requestId: number, reason: string, meta: Record<string, un
   if (typeof meta.tracestate === 'string') trace.tracestate = meta.tracestate;
   return { requestId, reason, _meta: trace };
 }
+

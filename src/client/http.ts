@@ -329,6 +329,13 @@ export class HttpClientTransport implements ClientTransport {
     if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
       throw new SluiceError('invalid_response', `the server answered ${res.statusCode} with JSON that is not a response object`);
     }
+    // The body answers this POST's request: a response to another id is not its answer. An error
+    // with no id (null, or none) is one the server could not tie to a request, as when it refused
+    // the request's headers: it is still this POST's answer.
+    const id = (parsed as { id?: unknown }).id;
+    if (id !== message.id && !((id === null || id === undefined) && 'error' in parsed)) {
+      throw new SluiceError('invalid_response', `the server answered request ${JSON.stringify(message.id)} with a response to id ${JSON.stringify(id) ?? 'none'}`);
+    }
     return parsed as JsonRpcMessage;
   }
 

@@ -5,7 +5,15 @@
  * line end. Used by the client's HTTP transport and by `sluice bench`'s load generator.
  */
 export class SseReader {
-  #buffer = '';
+  /**
+   * Text of the event still open, in the pieces it came in: joined only once an event ends in them.
+   * Appending each chunk to one string and searching it whole made a server that never ends an
+   * event cost time quadratic in what it sent (each search flattened and scanned it all again).
+   */
+  #held: string[] = [];
+  #heldLength = 0;
+  /** The text held ends in LF: a next chunk that starts with LF ends the event. */
+  #endsInLf = false;
   /** The last chunk ended in CR: a LF that starts the next one belongs to the same line end. */
   #pendingCr = false;
 
@@ -13,13 +21,23 @@ export class SseReader {
   push(chunk: string): string[] {
     if (chunk === '') return [];
     if (this.#pendingCr && chunk.charCodeAt(0) === 10) chunk = chunk.slice(1);
+    this.#pendingCr = false;
+    if (chunk === '') return [];
     this.#pendingCr = chunk.charCodeAt(chunk.length - 1) === 13;
-    this.#buffer += chunk.includes('\r') ? chunk.replace(/\r\n?/g, '\n') : chunk;
+    const text = chunk.includes('\r') ? chunk.replace(/\r\n?/g, '\n') : chunk;
+    const ends = text.includes('\n\n') || (this.#endsInLf && text.charCodeAt(0) === 10);
+    this.#endsInLf = text.charCodeAt(text.length - 1) === 10;
+    if (!ends) {
+      this.#held.push(text);
+      this.#heldLength += text.length;
+      return [];
+    }
+    let buffer = this.#held.length === 0 ? text : `${this.#held.join('')}${text}`;
     const out: string[] = [];
     let end;
-    while ((end = this.#buffer.indexOf('\n\n')) !== -1) {
-      const event = this.#buffer.slice(0, end);
-      this.#buffer = this.#buffer.slice(end + 2);
+    while ((end = buffer.indexOf('\n\n')) !== -1) {
+      const event = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
       let data = '';
       let any = false;
       for (const line of event.split('\n')) {
@@ -32,11 +50,14 @@ export class SseReader {
       }
       if (data !== '') out.push(data);
     }
+    this.#held = buffer === '' ? [] : [buffer];
+    this.#heldLength = buffer.length;
+    this.#endsInLf = buffer.charCodeAt(buffer.length - 1) === 10;
     return out;
   }
 
   /** Characters held waiting for the end of an event (a bound against a server that never ends one). */
   get pending(): number {
-    return this.#buffer.length;
+    return this.#heldLength;
   }
 }

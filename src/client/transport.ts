@@ -1,4 +1,4 @@
-import { SluiceError } from '../errors.js';
+import { ProtocolError, SluiceError, kindOf } from '../errors.js';
 
 /** A JSON-RPC message as the client sends and receives it. */
 export type JsonRpcMessage = Record<string, unknown> & { jsonrpc: '2.0' };
@@ -73,4 +73,26 @@ export async function answerServerRequest(message: JsonRpcMessage, options: Pick
   } catch (error) {
     return { jsonrpc: '2.0', id: message.id, error: { code: -32603, message: error instanceof Error ? error.message : String(error) } };
   }
+}
+
+/**
+ * A response's result, or the error to reject with. A JSON-RPC error object becomes a
+ * ProtocolError (a code that is not a number is -32603); an error or a result that is not an
+ * object (null, a string, an array), or neither of them, is `invalid_response`: handed on, a
+ * `null` error threw a TypeError past the caller, and a `null` result reached code that reads
+ * `result.content`.
+ */
+export function responseOutcome(method: string, response: JsonRpcMessage): Record<string, unknown> | Error {
+  const { error, result } = response as { error?: unknown; result?: unknown };
+  if (error !== undefined) {
+    if (error === null || typeof error !== 'object' || Array.isArray(error)) {
+      return new SluiceError('invalid_response', `the server answered ${method} with an error that is ${kindOf(error)}, not a JSON-RPC error object`);
+    }
+    const e = error as { code?: unknown; message?: unknown; data?: unknown };
+    return new ProtocolError(typeof e.code === 'number' ? e.code : -32603, String(e.message ?? 'error'), e.data);
+  }
+  if (result === null || typeof result !== 'object' || Array.isArray(result)) {
+    return new SluiceError('invalid_response', `the server answered ${method} with a result that is ${kindOf(result)}, not an object`);
+  }
+  return result as Record<string, unknown>;
 }

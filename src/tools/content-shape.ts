@@ -6,7 +6,8 @@
  * Each answers a path and the problem (`$.content[0].text: must be a string, got a number`) or
  * undefined. They read only what they check, and allocate nothing unless they find something.
  */
-import { isRecord, kindOf } from './result.js';
+import { kindOf } from '../errors.js';
+import { isRecord } from './result.js';
 
 /**
  * Why `blocks` are not MCP content blocks, or undefined. Each must be an object with a string

@@ -4,7 +4,7 @@
  * (`checkArguments`) and results against the outputSchema (`toToolResult`). Result types and their
  * JSON check are in result.ts; both are re-exported here, where the rest of the server imports them.
  */
-import { SluiceError } from '../errors.js';
+import { SluiceError, kindOf } from '../errors.js';
 import { isInputRequired } from './context.js';
 import type { InputRequired, ToolContext } from './context.js';
 import { Refusal, compileSide, kCompiled } from './compile.js';
@@ -24,7 +24,7 @@ export type { CallToolResult, ContentBlock, ToolOutput } from './result.js';
 
 // Module-local copies of what each tools/call result goes through: optimised code reads an imported
 // binding through its cell, with a hole check, at every use; a module-local const is an immediate.
-const { errorText, isFullResult, isRecord, kindOf, toCallToolResult, toolFailure, unserialisable, wireValue } = results;
+const { errorText, isFullResult, isRecord, toCallToolResult, toolFailure, unserialisable, wireValue } = results;
 const { contentBlocksProblem } = shapes;
 
 /** A schema for arguments or results: JSON Schema (an object schema), or any Standard Schema (zod 4, …). */

@@ -91,14 +91,6 @@ export function isRecord(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
-/** What a value is, for a message ('an array', 'a string', …). */
-export function kindOf(value: unknown): string {
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'an array';
-  if (typeof value === 'object') return 'an object';
-  if (value === undefined) return 'nothing';
-  return `a ${typeof value}`;
-}
 
 /** Deepest result nesting walked (JSON.stringify itself would overflow the stack not much deeper). */
 const kMaxResultDepth = 1000;

@@ -7,6 +7,7 @@
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, HttpClientTransport, StdioClientTransport } from '../../src/client/index.js';
 import { SseReader } from '../../src/client/sse-reader.js';
@@ -99,6 +100,35 @@ describe('SSE as other servers write it', () => {
   });
 });
 
+describe('responses that are not the answer', () => {
+  const json = (res: ServerResponse, body: unknown) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+
+  it('an error or a result that is not an object, or neither, is invalid_response: no TypeError past the caller, no null result', async () => {
+    const cases: Array<[string, (id: unknown) => unknown]> = [
+      ['an error that is null, not a JSON-RPC error object', (id) => ({ jsonrpc: '2.0', id, error: null })],
+      ['an error that is a string, not a JSON-RPC error object', (id) => ({ jsonrpc: '2.0', id, error: 'no' })],
+      ['a result that is null, not an object', (id) => ({ jsonrpc: '2.0', id, result: null })],
+      ['a result that is an array, not an object', (id) => ({ jsonrpc: '2.0', id, result: [] })],
+      ['a result that is nothing, not an object', (id) => ({ jsonrpc: '2.0', id })],
+    ];
+    for (const [what, body] of cases) {
+      toolsCall = (res, id) => json(res, body(id));
+      await expect(call(), what).rejects.toMatchObject({ code: 'invalid_response', message: `the server answered tools/call with ${what}` });
+      // The same through an SSE stream (where a message with neither is not a response at all: skipped).
+      if (what.includes('nothing')) continue;
+      toolsCall = (res, id) => { sse(res); res.end(`data: ${JSON.stringify(body(id))}\n\n`); };
+      await expect(call(), `${what}, over SSE`).rejects.toMatchObject({ code: 'invalid_response', message: `the server answered tools/call with ${what}` });
+    }
+  });
+
+  it("a JSON body answering another id is invalid_response; an error with id null is still the POST's answer", async () => {
+    toolsCall = (res, id) => json(res, { jsonrpc: '2.0', id: 999, result: { content: [] } });
+    await expect(call()).rejects.toMatchObject({ code: 'invalid_response', message: expect.stringMatching(/^the server answered request \d+ with a response to id 999$/) });
+    toolsCall = (res) => json(res, { jsonrpc: '2.0', id: null, error: { code: -32600, message: 'bad headers' } });
+    await expect(call()).rejects.toMatchObject({ rpcCode: -32600, message: 'bad headers' });
+  });
+});
+
 describe('maxResponseBytes: a server that does not stop', () => {
   it('an SSE event that never ends fails the call with invalid_response, and the stream is closed', async () => {
     let closed: Promise<void> = Promise.resolve();
@@ -140,7 +170,35 @@ describe('SseReader', () => {
       expect(reader.pending).toBe(0);
     }
   });
+
+  it('property: a stream cut into any number of pieces gives the events the whole stream gives', () => {
+    const line = fc.stringMatching(/^[^\r\n]{0,12}$/);
+    const end = fc.constantFrom('\n', '\r\n', '\r');
+    const field = fc.tuple(fc.constantFrom('data: ', 'data:', 'data', ': ', 'event: ', 'id: '), line, end).map(([name, value, e]) => `${name}${value}${e}`);
+    const event = fc.tuple(fc.array(field, { maxLength: 4 }), end).map(([fields, e]) => `${fields.join('')}${e}`);
+    fc.assert(fc.property(fc.array(event, { maxLength: 8 }), fc.array(fc.nat(), { maxLength: 12 }), (events, cuts) => {
+      const stream = events.join('');
+      const whole = new SseReader().push(stream);
+      const points = [...new Set(cuts.map((c) => c % (stream.length + 1)))].sort((a, b) => a - b);
+      const reader = new SseReader();
+      const pieces: string[] = [];
+      let from = 0;
+      for (const p of [...points, stream.length]) {
+        pieces.push(...reader.push(stream.slice(from, p)));
+        from = p;
+      }
+      expect(pieces).toEqual(whole);
+      expect(reader.pending).toBe(pendingOf(stream));
+    }), { numRuns: 500 });
+  });
 });
+
+/** What a reader holds after the whole of `stream`: the text after its last blank line. */
+function pendingOf(stream: string): number {
+  const reader = new SseReader();
+  reader.push(stream);
+  return reader.pending;
+}
 
 /**
  * A stdio server in a few lines: answers initialize, and each tools/call by what its name asks for:

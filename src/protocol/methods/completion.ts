@@ -1,5 +1,5 @@
-import { SluiceError } from '../../errors.js';
-import { isRecord, kindOf } from '../../tools/result.js';
+import { SluiceError, kindOf } from '../../errors.js';
+import { isRecord } from '../../tools/result.js';
 import type { CatalogIndex } from '../catalog-index.js';
 import type { Method } from '../run.js';
 import { ErrorCode, ProtocolError } from '../wire.js';
