@@ -279,7 +279,13 @@ export function renderResult(result: Record<string, unknown>): string {
   const structured = result.structuredContent;
   const structuredJson = structured === undefined ? undefined : JSON.stringify(structured);
   const parts: string[] = [];
-  for (const item of Array.isArray(result.content) ? (result.content as Item[]) : []) {
+  const content: unknown = result.content ?? [];
+  // Printed unchecked, content that is not a list printed nothing (exit 0), and a null block ended in a TypeError.
+  if (!Array.isArray(content)) throw new SluiceError('invalid_response', `the server's tools/call result has content that is ${kindOf(content)}, not a list`);
+  content.forEach((block: unknown, i) => {
+    if (block === null || typeof block !== 'object' || Array.isArray(block)) throw new SluiceError('invalid_response', `the server's tools/call result: content[${i}] is ${kindOf(block)}, not a content block`);
+  });
+  for (const item of content as Item[]) {
     switch (item.type) {
       case 'text': {
         const text = String(item.text ?? '');

@@ -255,6 +255,12 @@ describe('CLI helpers', () => {
     expect(renderResult({ content: [{ type: 'image', mimeType: 'image/png', data: 'AAAA' }, { type: 'resource_link', uri: 'x://y', name: 'y' }] })).toBe('[image image/png, 3 bytes]\n[resource x://y (y)]\n');
   });
 
+  it('renderResult: content that is not a list of blocks is invalid_response, not nothing printed or a TypeError', () => {
+    expect(() => renderResult({ content: 'hello' })).toThrow(expect.objectContaining({ code: 'invalid_response', message: "the server's tools/call result has content that is a string, not a list" }));
+    expect(() => renderResult({ content: [{ type: 'text', text: 'a' }, null] })).toThrow(expect.objectContaining({ code: 'invalid_response', message: "the server's tools/call result: content[1] is null, not a content block" }));
+    expect(renderResult({ structuredContent: { n: 1 } })).toBe('{\n  "n": 1\n}\n'); // no content at all: what there is
+  });
+
   it('describeServed names what is served and counts the rest past 100 characters', () => {
     expect(describeServed({ tools: ['a', 'b'], resources: [], prompts: ['p'] })).toBe('  tools (2): a, b\n  prompts (1): p\n');
     expect(describeServed({ tools: [], resources: ['r://x'], prompts: [] })).toBe('  tools (0): none\n  resources (1): r://x\n');
