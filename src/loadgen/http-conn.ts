@@ -26,7 +26,8 @@ export interface ResponseHead {
  */
 export interface Exchange {
   head(head: ResponseHead): void;
-  data(buf: Buffer, start: number, end: number): void;
+  /** Body bytes; returns why the rest cannot be read (the connection then ends the response as invalid), or undefined. */
+  data(buf: Buffer, start: number, end: number): string | undefined;
   end(): void;
   fail(kind: 'reset' | 'invalid', message: string): void;
 }
@@ -203,7 +204,8 @@ export class HttpConn {
           if (this.#remaining === 0) return this.#finish(at < buf.length);
           const take = Math.min(this.#remaining, buf.length - at);
           if (take === 0) return;
-          exchange.data(buf, at, at + take);
+          const stop = exchange.data(buf, at, at + take);
+          if (stop !== undefined) return this.#invalid(stop);
           at += take;
           this.#remaining -= take;
           break;
@@ -224,7 +226,8 @@ export class HttpConn {
         }
         case State.ChunkData: {
           const take = Math.min(this.#remaining, buf.length - at);
-          exchange.data(buf, at, at + take);
+          const stop = exchange.data(buf, at, at + take);
+          if (stop !== undefined) return this.#invalid(stop);
           at += take;
           this.#remaining -= take;
           if (this.#remaining === 0) this.#state = State.ChunkEnd;
@@ -249,7 +252,8 @@ export class HttpConn {
           return this.#finish(at < buf.length);
         }
         case State.UntilClose: {
-          exchange.data(buf, at, buf.length);
+          const stop = exchange.data(buf, at, buf.length);
+          if (stop !== undefined) this.#invalid(stop);
           return;
         }
         default:

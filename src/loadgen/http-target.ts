@@ -103,18 +103,18 @@ class Answer implements Exchange {
     }
   }
 
-  data(buf: Buffer, start: number, end: number): void {
+  data(buf: Buffer, start: number, end: number): string | undefined {
     if (this.#sse !== undefined) {
       for (const data of this.#sse.push(this.#decoder!.write(buf.subarray(start, end)))) this.#event(data);
-      if (this.#sse.pending > kMaxBody) this.failure ??= { kind: 'invalid', detail: 'an SSE event over 16 MiB' };
-      return;
+      // An event that never ends grew without bound while the stream stayed open: it ends the response.
+      return this.#sse.pending > kMaxBody ? 'an SSE event over 16 MiB' : undefined;
     }
     if (this.#size === 0 && this.template !== undefined && typeof this.id === 'number') {
       // The learnt bytes with this id: classified already, nothing kept (unless more of the body follows).
       this.#classified = this.template.match(buf, start, end, this.id);
       if (this.#classified !== undefined) {
         this.#size = end - start;
-        return;
+        return undefined;
       }
     } else if (this.#classified !== undefined) {
       // The body went on past the bytes that matched: it is read (and parsed) as any other.
@@ -123,6 +123,7 @@ class Answer implements Exchange {
     }
     this.#size += end - start;
     if (this.#size <= kMaxBody) this.#chunks.push(Buffer.from(buf.subarray(start, end))); // a copy: the connection reuses its read buffer
+    return undefined;
   }
 
   #event(data: string): void {

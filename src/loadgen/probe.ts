@@ -44,7 +44,7 @@ async function once(options: BenchOptions, negotiated: Negotiated, method: strin
         timers.push(setTimeout(() => target.abort('no-answer', 'cancelled'), 1000));
       }, cancelAfterMs));
     }
-  }), `an answer from ${where(options)}`, () => target.abort('timeout', '')).finally(() => { for (const t of timers) clearTimeout(t); });
+  }), `an answer from ${where(options)}`, () => target.abort('timeout', `no answer within ${kProbeTimeoutMs / 1000} s`)).finally(() => { for (const t of timers) clearTimeout(t); });
   return { outcome, target, cancelled };
 }
 

@@ -143,6 +143,10 @@ describe.concurrent('bad input: clear errors, exit codes, no stack trace', () =>
     ['garbage', /does not answer like an MCP server .*"hello"/],
     ['unauthorized', /401 Unauthorized: it wants a bearer token \(--bearer TOKEN\); resource metadata: http:\/\/127\.0\.0\.1\/\.well-known/],
     // Not "does not answer like an MCP server": the token lacks a scope, in either era.
+    // Read to the bound, then ended: not read until memory runs out.
+    ['sse-endless', /^sluice: http:\/\/127\.0\.0\.1:\d+\/mcp does not answer like an MCP server \(the first tools\/call echo: an SSE event over 16 MiB\)/],
+    // Says why, not "failed: " and nothing (the probe's own timeout).
+    ['headers-only', /^sluice: the first tools\/call echo failed: no answer within 10 s\n/],
     ['forbidden', /^sluice: the server answered 403 Forbidden: the bearer token lacks a scope it needs \(insufficient_scope; it asks for scope mcp files:read\); resource metadata: http:\/\/127\.0\.0\.1\/\.well-known/],
   ] as const) {
     it(`a ${kind} server: exit 2 with a clear message`, async () => {
