@@ -219,11 +219,12 @@ export class Client {
     const result = new Promise<Result>((resolve, reject) => {
       let settled = false;
       let cleanup = () => {};
-      const cancel = (reason: string) => {
+      // `failure`: what the call rejects with instead of the CancelledError (the caller's onProgress threw it).
+      const cancel = (reason: string, failure?: unknown) => {
         if (settled) return;
         settled = true;
         cleanup(); // the transport may never settle a cancelled call (stdio drops it): stop watching now
-        reject(new CancelledError(reason));
+        reject(failure ?? new CancelledError(reason));
         local.abort(reason);
         if (!this.#transport.cancelsByAbort) {
           // Only once the request's bytes are out, so the server never sees the cancel first.
@@ -238,7 +239,16 @@ export class Client {
         onMessage: (m) => {
           if (settled || m.method !== 'notifications/progress') return;
           const p = m.params as { progressToken?: unknown; progress: number; total?: number; message?: string };
-          if (p.progressToken === id) options.onProgress?.({ progress: p.progress, total: p.total, message: p.message });
+          if (p.progressToken !== id || options.onProgress === undefined) return;
+          // The caller's callback runs inside the transport's read: what it throws (or its promise
+          // rejects with) would escape there, uncaught, and break the connection. It ends the call.
+          const failed = (error: unknown) => cancel(`onProgress threw: ${reasonOf(error)}`, error);
+          try {
+            const returned: unknown = options.onProgress({ progress: p.progress, total: p.total, message: p.message });
+            if (returned instanceof Promise) returned.catch(failed);
+          } catch (error) {
+            failed(error);
+          }
         },
         signal: local.signal,
         ...(options.onRequest === undefined ? {} : { onRequest: options.onRequest }),

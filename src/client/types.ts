@@ -13,7 +13,10 @@ export interface RequestOptions {
    * none; anything else fails the call with `invalid_option`.
    */
   timeoutMs?: number;
-  /** Progress notifications for this call (a progress token is sent only when this is given). */
+  /**
+   * Progress notifications for this call (a progress token is sent only when this is given). If it
+   * throws, or returns a promise that rejects, the call is cancelled and rejects with that error.
+   */
   onProgress?: (progress: { progress: number; total?: number; message?: string }) => void;
 }
 

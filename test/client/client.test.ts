@@ -68,6 +68,43 @@ describe('the client against a Sluice server, per transport', () => {
     expect((await client.callTool('echo', { text: 'after' })).content).toEqual([{ type: 'text', text: 'after' }]);
   });
 
+  it.each([
+    ['stdio', 'legacy'],
+    ['stdio', 'auto'],
+    ['http', 'legacy'],
+    ['http', 'auto'],
+  ] as const)('%s (%s): an onProgress that throws, or rejects, ends its call with that error; nothing escapes, the client serves on', async (kind, era) => {
+    let transport;
+    if (kind === 'http') {
+      running = await startServer();
+      transport = new HttpClientTransport({ url: running.address.url });
+    } else {
+      transport = new StdioClientTransport({ command: process.execPath, args: [bin, 'serve', '--stdio', '--tools', fileURLToPath(kToolsModule)] });
+    }
+    const client = track(new Client(transport, { era }));
+    // Before: the throw escaped the transport's read as an uncaught exception (the call then failed
+    // with "aborted" over HTTP, hung over stdio); a rejection was an unhandled one.
+    const escaped: unknown[] = [];
+    const onEscape = (error: unknown) => escaped.push(error);
+    process.on('uncaughtException', onEscape);
+    process.on('unhandledRejection', onEscape);
+    try {
+      for (const onProgress of [() => { throw new Error('a bug in the callback'); }, async () => { throw new Error('a bug in the callback'); }]) {
+        const record = recordPath();
+        const error = await rejection(client.callTool('block', { ms: 10_000, tick: 20, record }, { onProgress }));
+        expect(error).toMatchObject({ message: 'a bug in the callback' });
+        expect(error).not.toBeInstanceOf(CancelledError);
+        await until(() => recorded(record).some((l) => l.startsWith('cancelled')), 10_000, 'the tool to see the cancel');
+      }
+      expect((await client.callTool('echo', { text: 'after' })).content).toEqual([{ type: 'text', text: 'after' }]);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(escaped).toEqual([]);
+    } finally {
+      process.off('uncaughtException', onEscape);
+      process.off('unhandledRejection', onEscape);
+    }
+  });
+
   it('lists, reads, gets and completes through one client', async () => {
     running = await startServer();
     const client = track(new Client(new HttpClientTransport({ url: running.address.url })));
