@@ -26,7 +26,7 @@ export interface StdioServerOptions extends StdioServerBaseOptions {
    * that is not JSON-RPC among the messages, and strict clients close the transport on it).
    */
   output?: Writable;
-  /** Where log lines at `logLevel` or above go (default stderr: stdout carries the protocol). */
+  /** Where log lines at `logLevel` or above go (default stderr: stdout carries the protocol); one it fails on goes to stderr. */
   log?: ServerLogSink;
   /** Told what is served once the tools are loaded here and in the pool threads, as reading begins. */
   onServing?: (served: CatalogNames) => void;

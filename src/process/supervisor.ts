@@ -65,7 +65,10 @@ export interface Server {
 }
 
 export interface ServerHooks {
-  /** Where log lines at `logLevel` or above go (default: stderr). */
+  /**
+   * Where log lines at `logLevel` or above go (default: stderr). A line it throws on (or whose
+   * promise rejects) goes to stderr instead, after one line saying why.
+   */
   log?: ServerLogSink;
   /**
    * @internal Tests only: how often (ms) a node re-checks, against Redis, the cluster sessions it

@@ -15,7 +15,7 @@ import { deepFreeze } from '../tasks/transitions.js';
 import { importTracingModule } from '../telemetry/tracing/otel.js';
 import type { Authenticate } from '../transport/http/endpoint.js';
 import { filterLog, resolveOptions, taskStoreOption } from './options.js';
-import type { ResolvedOptions, ServerLogSink, ServerOptions } from './options.js';
+import type { ResolvedOptions, ServerLogLevel, ServerLogSink, ServerOptions } from './options.js';
 
 /** The `tools` option: a module every thread loads, or a catalog served in this thread. */
 export type ToolsSource = { readonly module: string; readonly catalog?: undefined } | { readonly module?: undefined; readonly catalog: Catalog };
@@ -99,9 +99,39 @@ export async function loadCatalog(config: ServerConfig): Promise<Catalog> {
 
 /** The server log: `sink` (default: stderr), lines below `logLevel` dropped. */
 function serverLog(options: ResolvedOptions, sink: ServerLogSink | undefined): ServerLogSink {
-  if (sink !== undefined) return filterLog(options.logLevel, sink);
+  if (sink !== undefined) return filterLog(options.logLevel, guardedSink(sink));
   keepStderrFailuresQuiet();
-  return filterLog(options.logLevel, (_level, message) => { if (!process.stderr.destroyed) process.stderr.write(`${message}\n`); });
+  return filterLog(options.logLevel, toStderr);
+}
+
+function toStderr(_level: ServerLogLevel, message: string): void {
+  if (!process.stderr.destroyed) process.stderr.write(`${message}\n`);
+}
+
+/**
+ * The caller's log hook, kept from taking the server with it. It runs where requests are answered
+ * (a tool's failure is logged before its error goes out): a throw there left the request without
+ * an answer and reached uncaughtException, and an async hook's rejection was an unhandled one. A
+ * line the hook fails on goes to stderr instead, after one line saying why.
+ */
+function guardedSink(sink: ServerLogSink): ServerLogSink {
+  let told = false;
+  const fallBack = (level: ServerLogLevel, message: string, error: unknown) => {
+    keepStderrFailuresQuiet();
+    if (!told) {
+      told = true;
+      toStderr('error', `sluice: the log hook failed (${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}); the lines it fails on go to stderr`);
+    }
+    toStderr(level, message);
+  };
+  return (level, message) => {
+    try {
+      const returned: unknown = sink(level, message);
+      if (returned instanceof Promise) returned.catch((error: unknown) => fallBack(level, message, error));
+    } catch (error) {
+      fallBack(level, message, error);
+    }
+  };
 }
 
 let stderrQuiet = false;

@@ -1,6 +1,7 @@
 import { kNodeReusePort, skipNote } from '../helpers/adapters.js';
-import { describe, expect, it } from 'vitest';
-import { createServer } from '../../src/index.js';
+import { describe, expect, it, vi } from 'vitest';
+import { Client, HttpClientTransport } from '../../src/client/index.js';
+import { createServer, defineTool } from '../../src/index.js';
 import { SluiceError } from '../../src/errors.js';
 import { filterLog, kServerLogLevels, resolveOptions } from '../../src/server/options.js';
 import type { ServerLogLevel } from '../../src/server/options.js';
@@ -43,6 +44,37 @@ describe('logLevel', () => {
     };
     expect((await run(undefined)).some(([level, m]) => level === 'warn' && m.includes('1 HTTP thread'))).toBe(true);
     expect((await run('error')).some(([, m]) => m.includes('1 HTTP thread'))).toBe(false);
+  });
+});
+
+describe('a log hook that fails', () => {
+  const boom = defineTool({ name: 'boom', description: 'Throws.', inputSchema: { type: 'object' }, handler: () => { throw new Error('tool failure'); } });
+
+  it('throwing or rejecting, it costs no answer and no line: the lines go to stderr, after one saying why', async () => {
+    for (const [kind, hook] of [['throws', () => { throw new Error('hook bug'); }], ['rejects', async () => { throw new Error('hook bug'); }]] as const) {
+      const written: string[] = [];
+      const escaped: unknown[] = [];
+      const onEscape = (error: unknown) => escaped.push(error);
+      process.on('uncaughtException', onEscape);
+      process.on('unhandledRejection', onEscape);
+      const stderr = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => { written.push(String(chunk)); return true; });
+      const server = createServer({ tools: [boom], port: 0, janitor: false }, { log: hook });
+      try {
+        const client = new Client(new HttpClientTransport({ url: (await server.listen()).url }));
+        // Before: the failure's log line threw before the answer went out (the call waited for ever), then reached uncaughtException.
+        for (let i = 0; i < 2; i++) expect((await client.callTool('boom', {}, { timeoutMs: 5_000 })).isError, kind).toBe(true);
+        await client.close();
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      } finally {
+        await server.close();
+        stderr.mockRestore();
+        process.off('uncaughtException', onEscape);
+        process.off('unhandledRejection', onEscape);
+      }
+      expect(escaped, kind).toEqual([]);
+      expect(written[0], kind).toBe('sluice: the log hook failed (Error: hook bug); the lines it fails on go to stderr\n');
+      expect(written.filter((line) => line.startsWith('sluice: tool boom threw: Error: tool failure\n')), kind).toHaveLength(2);
+    }
   });
 });
 
