@@ -340,13 +340,14 @@ export class Client {
     // At most 100 pages: a tool past them is called unlearned, and the server's refusal says so.
     const walk = new PageWalk('tools/list');
     let cursor: string | undefined;
-    for (let page = 0; page === 0 || (cursor !== undefined && page < 100); page++) {
+    let pages = 0;
+    do {
       const result = await this.listTools(cursor === undefined ? {} : { cursor }, {
         ...(options.signal === undefined ? {} : { signal: options.signal }),
         ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
       });
       cursor = walk.next(result);
-    }
+    } while (cursor !== undefined && ++pages < 100);
   }
 
   #refuseDropped(name: string): void {
@@ -441,4 +442,3 @@ function cancelParams(requestId: number, reason: string, meta: Record<string, un
   if (typeof meta.tracestate === 'string') trace.tracestate = meta.tracestate;
   return { requestId, reason, _meta: trace };
 }
-

@@ -21,9 +21,8 @@ export class SseReader {
   push(chunk: string): string[] {
     if (chunk === '') return [];
     if (this.#pendingCr && chunk.charCodeAt(0) === 10) chunk = chunk.slice(1);
-    this.#pendingCr = false;
+    this.#pendingCr = chunk.charCodeAt(chunk.length - 1) === 13; // false for '' (NaN)
     if (chunk === '') return [];
-    this.#pendingCr = chunk.charCodeAt(chunk.length - 1) === 13;
     const text = chunk.includes('\r') ? chunk.replace(/\r\n?/g, '\n') : chunk;
     const ends = text.includes('\n\n') || (this.#endsInLf && text.charCodeAt(0) === 10);
     this.#endsInLf = text.charCodeAt(text.length - 1) === 10;

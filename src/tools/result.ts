@@ -91,7 +91,6 @@ export function isRecord(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
-
 /** Deepest result nesting walked (JSON.stringify itself would overflow the stack not much deeper). */
 const kMaxResultDepth = 1000;
 /**
