@@ -242,7 +242,8 @@ export class Client {
           if (p.progressToken !== id || options.onProgress === undefined) return;
           // The caller's callback runs inside the transport's read: what it throws (or its promise
           // rejects with) would escape there, uncaught, and break the connection. It ends the call.
-          const failed = (error: unknown) => cancel(`onProgress threw: ${reasonOf(error)}`, error);
+          // The server is told only that it failed: the error's text is the caller's own, not the server's to read.
+          const failed = (error: unknown) => cancel('the client\'s progress callback failed', error);
           try {
             const returned: unknown = options.onProgress({ progress: p.progress, total: p.total, message: p.message });
             if (returned instanceof Promise) returned.catch(failed);

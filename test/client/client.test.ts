@@ -95,6 +95,8 @@ describe('the client against a Sluice server, per transport', () => {
         expect(error).toMatchObject({ message: 'a bug in the callback' });
         expect(error).not.toBeInstanceOf(CancelledError);
         await until(() => recorded(record).some((l) => l.startsWith('cancelled')), 10_000, 'the tool to see the cancel');
+        // The server learns that it failed, not the caller's error text.
+        expect(recorded(record).at(-1)).toContain(client.era === 'modern' && kind === 'http' ? 'reason=client disconnected' : "reason=the client's progress callback failed");
       }
       expect((await client.callTool('echo', { text: 'after' })).content).toEqual([{ type: 'text', text: 'after' }]);
       await new Promise((resolve) => setTimeout(resolve, 100));
