@@ -22,6 +22,15 @@ function track(client: Client): Client {
   return client;
 }
 
+/** A client of a Sluice server with the test tools: over HTTP (a server started here) or stdio (`sluice serve --stdio`). */
+async function sluiceClient(kind: 'http' | 'stdio', era: 'auto' | 'legacy'): Promise<Client> {
+  if (kind === 'http') {
+    running = await startServer();
+    return track(new Client(new HttpClientTransport({ url: running.address.url }), { era }));
+  }
+  return track(new Client(new StdioClientTransport({ command: process.execPath, args: [bin, 'serve', '--stdio', '--tools', fileURLToPath(kToolsModule)] }), { era }));
+}
+
 async function rejection(promise: Promise<unknown>): Promise<unknown> {
   try {
     await promise;
@@ -38,14 +47,7 @@ describe('the client against a Sluice server, per transport', () => {
     ['http', 'legacy', 'legacy'],
     ['http', 'auto', 'modern'],
   ] as const)('%s (%s): an aborted call rejects at once and the tool sees the cancel', async (kind, era, expected) => {
-    let transport;
-    if (kind === 'http') {
-      running = await startServer();
-      transport = new HttpClientTransport({ url: running.address.url });
-    } else {
-      transport = new StdioClientTransport({ command: process.execPath, args: [bin, 'serve', '--stdio', '--tools', fileURLToPath(kToolsModule)] });
-    }
-    const client = track(new Client(transport, { era }));
+    const client = await sluiceClient(kind, era);
     expect((await client.callTool('echo', { text: 'hi' })).content).toEqual([{ type: 'text', text: 'hi' }]);
     expect(client.era).toBe(expected);
     const record = recordPath();
@@ -74,14 +76,7 @@ describe('the client against a Sluice server, per transport', () => {
     ['http', 'legacy'],
     ['http', 'auto'],
   ] as const)('%s (%s): an onProgress that throws, or rejects, ends its call with that error; nothing escapes, the client serves on', async (kind, era) => {
-    let transport;
-    if (kind === 'http') {
-      running = await startServer();
-      transport = new HttpClientTransport({ url: running.address.url });
-    } else {
-      transport = new StdioClientTransport({ command: process.execPath, args: [bin, 'serve', '--stdio', '--tools', fileURLToPath(kToolsModule)] });
-    }
-    const client = track(new Client(transport, { era }));
+    const client = await sluiceClient(kind, era);
     // Before: the throw escaped the transport's read as an uncaught exception (the call then failed
     // with "aborted" over HTTP, hung over stdio); a rejection was an unhandled one.
     const escaped: unknown[] = [];
