@@ -36,9 +36,20 @@ export function recordPath(): string {
   return join(scratchDir('sluice-test-'), 'record.txt');
 }
 
-/** Lines a tool recorded so far. */
+/**
+ * Lines a tool (or another thread) recorded so far: whole lines only. A thread may be appending as
+ * this reads, and the text then ends in part of a line (a JSON line cut at position 248 failed a
+ * CI run's JSON.parse); that part counts once its newline is there.
+ */
 export function recorded(path: string): string[] {
-  return existsSync(path) ? readFileSync(path, 'utf8').trim().split('\n').filter((l) => l !== '') : [];
+  if (!existsSync(path)) return [];
+  const text = readFileSync(path, 'utf8');
+  return text.slice(0, text.lastIndexOf('\n') + 1).split('\n').filter((l) => l.trim() !== '');
+}
+
+/** The JSON lines recorded so far (whole lines only, as `recorded`). */
+export function recordedJson<T>(path: string): T[] {
+  return recorded(path).map((l) => JSON.parse(l) as T);
 }
 
 export { until } from './wait.js';

@@ -5,8 +5,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { post } from '../helpers/http.js';
-import { existsSync, readFileSync } from 'node:fs';
-import { initialize, modernMeta, recordPath, startServer, until } from '../helpers/server.js';
+import { initialize, modernMeta, recordPath, recordedJson, startServer, until } from '../helpers/server.js';
 import type { TestServer } from '../helpers/server.js';
 import { OperationHistograms, kDurationBounds } from '../../src/telemetry/histograms.js';
 
@@ -143,7 +142,7 @@ describe('the histograms through the OpenTelemetry metrics API', () => {
       for (let i = 0; i < 6; i++) expect((await post(url, call(i, 'nap', { ms: 55 }), { ...modern, 'mcp-name': 'nap' })).status).toBe(200);
       await post(url, call(99, 'refuse', {}), { ...modern, 'mcp-name': 'refuse' });
       interface Point { name: string; unit: string; attributes: Record<string, unknown>; count: number; sum: number; boundaries?: number[] }
-      const points = (): Point[] => (existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Point) : []);
+      const points = (): Point[] => recordedJson<Point>(file);
       const naps = () => points().filter((p) => p.name === 'mcp.server.operation.duration' && p.attributes['gen_ai.tool.name'] === 'nap');
       await until(() => naps().reduce((n, p) => n + p.count, 0) >= 6 && points().some((p) => p.attributes['gen_ai.tool.name'] === 'refuse'), 10_000, 'the OTel points');
       const nap = naps();

@@ -3,10 +3,9 @@
  * through the `tracing` option): names, kinds, MCP attributes, `_meta` trace context as parent,
  * events of a cancel, over HTTP in both eras (2 worker threads) and over stdio.
  */
-import { readFileSync, existsSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { post } from '../helpers/http.js';
-import { initialize, modernMeta, recordPath, startServer, until } from '../helpers/server.js';
+import { initialize, modernMeta, recordPath, recordedJson, startServer, until } from '../helpers/server.js';
 import type { TestServer } from '../helpers/server.js';
 import { stdioServer } from '../helpers/stdio.js';
 import { Client, HttpClientTransport } from '../../src/client/index.js';
@@ -23,7 +22,7 @@ interface SpanLine {
 const spansFile = recordPath();
 process.env.SLUICE_TEST_SPANS = spansFile; // before any thread starts: workers copy the environment
 function spans(): SpanLine[] {
-  return existsSync(spansFile) ? readFileSync(spansFile, 'utf8').trim().split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as SpanLine) : [];
+  return recordedJson<SpanLine>(spansFile);
 }
 async function spanWhere(what: string, test: (s: SpanLine) => boolean): Promise<SpanLine> {
   await until(() => spans().some(test), 10_000, what);
