@@ -61,6 +61,9 @@ interface RawOptions extends RequestOptions {
   onRequest?: (message: JsonRpcMessage) => Promise<JsonRpcMessage>;
 }
 
+/** The cancel's reason when the caller's onProgress throws or rejects. */
+const kProgressCallbackFailed = 'the client\'s progress callback failed';
+
 /**
  * An MCP client whose every request can be cancelled: pass `{ signal }` (or `{ timeoutMs }`) and the
  * call rejects at once with a CancelledError; the server hears of it the right way for the
@@ -243,12 +246,11 @@ export class Client {
           // The caller's callback runs inside the transport's read: what it throws (or its promise
           // rejects with) would escape there, uncaught, and break the connection. It ends the call.
           // The server is told only that it failed: the error's text is the caller's own, not the server's to read.
-          const failed = (error: unknown) => cancel('the client\'s progress callback failed', error);
           try {
             const returned: unknown = options.onProgress({ progress: p.progress, total: p.total, message: p.message });
-            if (returned instanceof Promise) returned.catch(failed);
+            if (returned instanceof Promise) returned.catch((error: unknown) => cancel(kProgressCallbackFailed, error));
           } catch (error) {
-            failed(error);
+            cancel(kProgressCallbackFailed, error);
           }
         },
         signal: local.signal,
@@ -341,14 +343,13 @@ export class Client {
     // At most 100 pages: a tool past them is called unlearned, and the server's refusal says so.
     const walk = new PageWalk('tools/list');
     let cursor: string | undefined;
-    let pages = 0;
     do {
       const result = await this.listTools(cursor === undefined ? {} : { cursor }, {
         ...(options.signal === undefined ? {} : { signal: options.signal }),
         ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
       });
       cursor = walk.next(result);
-    } while (cursor !== undefined && ++pages < 100);
+    } while (cursor !== undefined && walk.pages < 100);
   }
 
   #refuseDropped(name: string): void {

@@ -18,6 +18,11 @@ export class PageWalk {
     this.#maxPages = maxPages;
   }
 
+  /** Pages walked so far. */
+  get pages(): number {
+    return this.#pages;
+  }
+
   /** The cursor of the page after `result`, or undefined when `result` was the last page. */
   next(result: { readonly nextCursor?: unknown }): string | undefined {
     this.#pages++;

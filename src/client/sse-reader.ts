@@ -12,8 +12,6 @@ export class SseReader {
    */
   #held: string[] = [];
   #heldLength = 0;
-  /** The text held ends in LF: a next chunk that starts with LF ends the event. */
-  #endsInLf = false;
   /** The last chunk ended in CR: a LF that starts the next one belongs to the same line end. */
   #pendingCr = false;
 
@@ -24,8 +22,9 @@ export class SseReader {
     this.#pendingCr = chunk.charCodeAt(chunk.length - 1) === 13; // false for '' (NaN)
     if (chunk === '') return [];
     const text = chunk.includes('\r') ? chunk.replace(/\r\n?/g, '\n') : chunk;
-    const ends = text.includes('\n\n') || (this.#endsInLf && text.charCodeAt(0) === 10);
-    this.#endsInLf = text.charCodeAt(text.length - 1) === 10;
+    // A blank line in what is new, or a LF held last and one starting what is new.
+    const last = this.#held.at(-1);
+    const ends = text.includes('\n\n') || (text.charCodeAt(0) === 10 && last !== undefined && last.charCodeAt(last.length - 1) === 10);
     if (!ends) {
       this.#held.push(text);
       this.#heldLength += text.length;
@@ -51,7 +50,6 @@ export class SseReader {
     }
     this.#held = buffer === '' ? [] : [buffer];
     this.#heldLength = buffer.length;
-    this.#endsInLf = buffer.charCodeAt(buffer.length - 1) === 10;
     return out;
   }
 

@@ -13,6 +13,7 @@ import { SluiceError } from '../errors.js';
 import type { TaskStore } from '../tasks/store.js';
 import { deepFreeze } from '../tasks/transitions.js';
 import { importTracingModule } from '../telemetry/tracing/otel.js';
+import { errorText } from '../tools/result.js';
 import type { Authenticate } from '../transport/http/endpoint.js';
 import { filterLog, resolveOptions, taskStoreOption } from './options.js';
 import type { ResolvedOptions, ServerLogLevel, ServerLogSink, ServerOptions } from './options.js';
@@ -120,7 +121,7 @@ function guardedSink(sink: ServerLogSink): ServerLogSink {
     keepStderrFailuresQuiet();
     if (!told) {
       told = true;
-      toStderr('error', `sluice: the log hook failed (${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}); the lines it fails on go to stderr`);
+      toStderr('error', `sluice: the log hook failed (${error instanceof Error ? `${error.name}: ` : ''}${errorText(error)}); the lines it fails on go to stderr`);
     }
     toStderr(level, message);
   };
