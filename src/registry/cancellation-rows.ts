@@ -101,7 +101,11 @@ export class CancellationRows implements ReasonSource {
    */
   writeEncoded(reason: unknown, bucket: number): boolean {
     const state = this.#state;
-    if (Atomics.load(state, kStRows) >= this.#a.maxRows) this.#policy.reclaim(false);
+    // Counted before the cap is checked, not after: a thread reclaiming while this one goes on
+    // without it (reclaim(false) waits for no one) then sees this row when it re-reads the count,
+    // so the rows at rest never stay above maxRows. The row is not in the table yet, so the
+    // reclaim it may start here evicts others, never it.
+    if (Atomics.add(state, kStRows, 1) >= this.#a.maxRows) this.#policy.reclaim(false);
     const text = sanitizeReason(reason);
     // sanitizeReason drops unpaired surrogates and keeps ≤ kMaxReasonChars code points, so the
     // WTF-8 writer produces plain UTF-8 and always fits (a JS loop: encodeInto is a C++ call).
@@ -112,7 +116,6 @@ export class CancellationRows implements ReasonSource {
     const hash = enc.hash;
     const stamp = (Atomics.add(state, kStStamp, 1) + 1) | 0;
     Atomics.add(state, bucket, 1);
-    Atomics.add(state, kStRows, 1);
     let slot = table.claim(key.words, key.length, hash, this.#a.member);
     for (let tries = 0; slot < 0 && tries < 4; tries++) {
       this.#policy.reclaim(true);

@@ -165,59 +165,75 @@ export class QuotaPolicy {
    * time, then the order of insertion (rows stamped in the same millisecond).
    * One thread reclaims at a time; others go on, inserting while it scans (the cap is a backstop:
    * the overshoot may pass the slack `cancellationSlots` sizes for; the table's slots, that size
-   * over its load factor, bound it, since a writer with no free slot forces a reclaim). `force`
-   * waits for no one: the table had no free slot.
+   * over its load factor, bound it, since a writer with no free slot forces a reclaim). Writers
+   * count their row before they look for the lock, so the reclaimer, re-reading the count once it
+   * has let go, sees every row inserted past it, and goes again while the count is over the cap:
+   * the rows at rest are never above maxRows. `force` waits for no one (the table had no free
+   * slot) and frees one batch: its writer retries its claim.
    */
   reclaim(force: boolean): void {
     const c = this.#c;
     const state = c.state;
     const token = c.member.token;
-    if (Atomics.compareExchange(state, kStReclaimLock, 0, token) !== 0) {
-      const holder = Atomics.load(state, kStReclaimLock);
-      const stale = holder !== 0 && !c.roster.alive(holder);
-      if (!(stale && Atomics.compareExchange(state, kStReclaimLock, holder, token) === holder) && !force) return;
-    }
-    try {
-      const table = c.cancels;
-      const bytes = new Uint8Array(table.i32.buffer);
-      interface Row { slot: number; ctl: number; at: number; stamp: number; scope: string; id: string }
-      const rows: Row[] = [];
-      const sizes = new Map<string, number>();
-      for (let s = 0; s < table.slots; s++) {
-        const ctl = table.ctl(s);
-        if ((ctl & kStateMask) !== kLive) continue;
-        const k = table.keyIndex(s) * 4;
-        const scopeEnd = scopeEndOf(bytes, k);
-        // Latin-1 strings of the raw bytes compare bytewise with `<`.
-        const scope = String.fromCharCode(...bytes.subarray(k, k + scopeEnd));
-        const id = String.fromCharCode(...bytes.subarray(k + scopeEnd, k + table.keyLength(s)));
-        const at = table.f64[(table.valueIndex(s) + kCvAt) >>> 1];
-        const stamp = table.i32[table.valueIndex(s) + kCvStamp];
-        if (table.ctl(s) !== ctl) continue;
-        rows.push({ slot: s, ctl, at, stamp, scope, id });
-        sizes.set(scope, (sizes.get(scope) ?? 0) + 1);
+    for (;;) {
+      if (Atomics.compareExchange(state, kStReclaimLock, 0, token) !== 0) {
+        const holder = Atomics.load(state, kStReclaimLock);
+        const stale = holder !== 0 && !c.roster.alive(holder);
+        if (!(stale && Atomics.compareExchange(state, kStReclaimLock, holder, token) === holder) && !force) return;
       }
-      rows.sort((a, b) => {
-        const bySize = (sizes.get(b.scope) ?? 0) - (sizes.get(a.scope) ?? 0);
-        if (bySize !== 0) return bySize;
-        if (a.at !== b.at) return a.at - b.at;
-        // Same millisecond: insertion order (stamps are unique and wrap-safe over any live window).
-        if (a.stamp !== b.stamp) return (a.stamp - b.stamp) | 0;
-        if (a.scope !== b.scope) return a.scope < b.scope ? -1 : 1;
-        return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
-      });
-      const batch = Math.max(1, Math.floor(c.maxRows / 20));
       let evicted = 0;
-      for (let i = 0; i < rows.length && evicted < batch; i++) {
-        const row = rows[i];
-        if (table.remove(row.slot, row.ctl) !== 0) {
-          rowGone(state, kStBuckets + (table.i32[table.valueIndex(row.slot) + kCvScopeHash] & c.bucketMask));
-          evicted++;
-        }
+      try {
+        evicted = this.#evictBatch();
+      } finally {
+        Atomics.compareExchange(state, kStReclaimLock, token, 0);
       }
-      c.counters[c.cb + kCtEvictions] += evicted;
-    } finally {
-      Atomics.compareExchange(state, kStReclaimLock, token, 0);
+      // No live row to evict: the rows counted are writers' still in flight, each of which
+      // counted itself and will look at the cap in turn.
+      if (force || evicted === 0 || Atomics.load(state, kStRows) <= c.maxRows) return;
     }
+  }
+
+  /** One batch of the global cap's eviction (see reclaim), under the reclaim lock. */
+  #evictBatch(): number {
+    const c = this.#c;
+    const table = c.cancels;
+    const bytes = new Uint8Array(table.i32.buffer);
+    interface Row { slot: number; ctl: number; at: number; stamp: number; scope: string; id: string }
+    const rows: Row[] = [];
+    const sizes = new Map<string, number>();
+    for (let s = 0; s < table.slots; s++) {
+      const ctl = table.ctl(s);
+      if ((ctl & kStateMask) !== kLive) continue;
+      const k = table.keyIndex(s) * 4;
+      const scopeEnd = scopeEndOf(bytes, k);
+      // Latin-1 strings of the raw bytes compare bytewise with `<`.
+      const scope = String.fromCharCode(...bytes.subarray(k, k + scopeEnd));
+      const id = String.fromCharCode(...bytes.subarray(k + scopeEnd, k + table.keyLength(s)));
+      const at = table.f64[(table.valueIndex(s) + kCvAt) >>> 1];
+      const stamp = table.i32[table.valueIndex(s) + kCvStamp];
+      if (table.ctl(s) !== ctl) continue;
+      rows.push({ slot: s, ctl, at, stamp, scope, id });
+      sizes.set(scope, (sizes.get(scope) ?? 0) + 1);
+    }
+    rows.sort((a, b) => {
+      const bySize = (sizes.get(b.scope) ?? 0) - (sizes.get(a.scope) ?? 0);
+      if (bySize !== 0) return bySize;
+      if (a.at !== b.at) return a.at - b.at;
+      // Same millisecond: insertion order (stamps are unique and wrap-safe over any live window).
+      if (a.stamp !== b.stamp) return (a.stamp - b.stamp) | 0;
+      if (a.scope !== b.scope) return a.scope < b.scope ? -1 : 1;
+      return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+    });
+    const batch = Math.max(1, Math.floor(c.maxRows / 20));
+    let evicted = 0;
+    for (let i = 0; i < rows.length && evicted < batch; i++) {
+      const row = rows[i];
+      if (table.remove(row.slot, row.ctl) !== 0) {
+        rowGone(c.state, kStBuckets + (table.i32[table.valueIndex(row.slot) + kCvScopeHash] & c.bucketMask));
+        evicted++;
+      }
+    }
+    c.counters[c.cb + kCtEvictions] += evicted;
+    return evicted;
   }
 }

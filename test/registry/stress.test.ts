@@ -69,3 +69,47 @@ describe('stress: four real threads on overlapping and disjoint keys', () => {
     expect(reg.counters()).toMatchObject({ cancellations: ok, cancellationsRefused: refused, cancellationRows: rows });
   });
 });
+
+describe('stress: the global cap across threads', () => {
+  it('the global cap holds at rest: evictions racing inserts on other threads leave no more than maxRows', async () => {
+    // A writer that finds another thread reclaiming inserts on without waiting; the reclaimer must
+    // see those rows once it lets go. CI saw 115 rows for a cap of 100 after a flood through two
+    // HTTP workers, before writers counted their rows ahead of looking at the cap. Here two
+    // threads, the table at its cap, insert a few rows each per round, started together, so that
+    // a round ends while one of them reclaims; between rounds the table is at rest.
+    const kMaxRows = 100;
+    const kRounds = 1_000;
+    const kWriters = 2;
+    const reg = createRegistry({ maxRows: kMaxRows, maxRowsPerScope: Infinity });
+    for (let i = 0; i < kMaxRows; i++) expect(reg.cancel(i, 'filler', `filler-${i % 10}`).ok).toBe(true);
+    const start = new SharedArrayBuffer(8);
+    const gate = new Int32Array(start);
+    const url = new URL('../fixtures/registry-cap.mjs', import.meta.url);
+    const workers = Array.from({ length: kWriters }, () => {
+      const w = new Worker(url, { workerData: { registry: reg.descriptor, start, rounds: kRounds, perRound: 6 } });
+      reg.watch(w);
+      return w;
+    });
+    const reports = workers.map(async (w) => (await once(w, 'message'))[0] as { ok: number; refused: number });
+    const over: Array<{ round: number; rows: number }> = [];
+    try {
+      for (let round = 1; round <= kRounds; round++) {
+        Atomics.store(gate, 0, round);
+        while (Atomics.load(gate, 1) < round * kWriters) await new Promise((r) => setImmediate(r));
+        const rows = reg.counters().cancellationRows;
+        if (rows > kMaxRows) over.push({ round, rows });
+      }
+    } finally {
+      Atomics.store(gate, 0, kRounds + 1);
+    }
+    const ok = (await Promise.all(reports)).reduce((n, r) => n + r.ok, 0);
+    expect(ok, 'the cap evicts, it never refuses').toBe(kWriters * kRounds * 6);
+    expect(over, 'rounds that ended with more rows than the cap').toEqual([]);
+    const counters = reg.counters();
+    expect(reg.scan().cancellationRows).toBe(counters.cancellationRows);
+    expect(counters.evictions).toBe(kMaxRows + ok - counters.cancellationRows);
+    expect(reg.verify()).toEqual([]);
+  });
+
+
+});
