@@ -1,3 +1,4 @@
+import { cancelSessionRuns } from '../sessions/ended.js';
 import { Counter } from '../telemetry/counters.js';
 import type { ListKind } from '../tools/context.js';
 import { cancelNotification } from './cancel-notification.js';
@@ -216,6 +217,15 @@ export class Engine {
       count++;
     }
     return count;
+  }
+
+  /**
+   * A legacy session has ended by its client's DELETE: its client will read none of its answers,
+   * so every request and task of it still running on this node (on any thread: the registry is
+   * shared) is cancelled, as its client's cancel would. Returns how many.
+   */
+  sessionDeleted(sessionId: string): number {
+    return cancelSessionRuns(this.config.registry, sessionId);
   }
 
   /** Requests of this engine still running (async handlers not yet settled), and tasks whose tool still runs here. */

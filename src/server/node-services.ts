@@ -5,6 +5,7 @@
  * registers its close step on the server's CloseList as it starts.
  */
 import type { SessionDirectoryHost } from '../cluster/sessions.js';
+import { cancelSessionRuns } from '../sessions/ended.js';
 import { MemoryTaskStore } from '../tasks/stores/memory-store.js';
 import type { TaskLimits, TaskStore } from '../tasks/store.js';
 import { Counter } from '../telemetry/counters.js';
@@ -84,7 +85,12 @@ export class NodeServices {
       // Cluster sessions: loaded only in cluster mode (no cluster code on a single node's path).
       if (this.#cluster !== undefined) {
         const { SessionDirectoryHost } = await import('../cluster/sessions.js');
-        const host = new SessionDirectoryHost(this.#cluster.context, { store: sessions, idleMs: options.sessionIdleMs, log: this.#config.log, revalidateMs: cluster?.sessionRevalidateMs });
+        const { registry } = this.tables;
+        const host = new SessionDirectoryHost(this.#cluster.context, {
+          store: sessions, idleMs: options.sessionIdleMs, log: this.#config.log, revalidateMs: cluster?.sessionRevalidateMs,
+          // A DELETE on another node: this node's requests and tasks of the session, as the DELETE's own node cancels its.
+          onEnded: (id) => { cancelSessionRuns(registry, id); },
+        });
         this.#sessionHost = host;
         closer.add('the session directory', () => host.close());
       }
