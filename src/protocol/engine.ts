@@ -1,4 +1,3 @@
-import { cancelSessionRuns } from '../sessions/ended.js';
 import { Counter } from '../telemetry/counters.js';
 import type { ListKind } from '../tools/context.js';
 import { cancelNotification } from './cancel-notification.js';
@@ -25,6 +24,9 @@ import { Run } from './run.js';
 import type { Method } from './run.js';
 import type { RunHost } from './run-host.js';
 import type { JsonRpcId, ProtocolError } from './wire.js';
+
+/** What a request or task of a legacy session its client DELETEd sees as its cancel's reason. */
+export const kSessionDeletedReason = 'the client ended its session (DELETE)';
 
 export type { ClientResponse, EngineConfig, Era, NotifyKind, Reply, RequestInfo, Running } from './contract.js';
 export { toolError } from './methods/tools.js';
@@ -220,12 +222,24 @@ export class Engine {
   }
 
   /**
-   * A legacy session has ended by its client's DELETE: its client will read none of its answers,
-   * so every request and task of it still running on this node (on any thread: the registry is
-   * shared) is cancelled, as its client's cancel would. Returns how many.
+   * A legacy session (registry scope `scope`) has ended by its client's DELETE: its client will
+   * read none of its answers, so its requests and tasks still running here are cancelled, as its
+   * client's cancel would (reason kSessionDeletedReason). Only what went async can be running when
+   * this thread reads a DELETE, so the walk is over this engine's async runs and tasks, not the
+   * registry's table. Unless the news came from another thread or node, the node's other serving
+   * threads are told too. Returns how many were cancelled here.
    */
-  sessionDeleted(sessionId: string): number {
-    return cancelSessionRuns(this.config.registry, sessionId);
+  sessionEnded(scope: string, fromElsewhere = false): number {
+    let count = 0;
+    this.#running.flush();
+    for (const run of [...this.#running.watching]) if (run.info.scope === scope && run.cancelByServer(kSessionDeletedReason)) count++;
+    for (const task of [...this.#tasks]) {
+      if (task.owner !== scope) continue;
+      task.cancel(kSessionDeletedReason);
+      count++;
+    }
+    if (!fromElsewhere) this.config.broadcastSessionEnded?.(scope);
+    return count;
   }
 
   /** Requests of this engine still running (async handlers not yet settled), and tasks whose tool still runs here. */

@@ -5,7 +5,6 @@
  * and no shared counter touched in the common case. `InFlightRows` is the base class of `Registry`,
  * so those two calls reach their bodies with no forwarding call in between, whatever V8 inlines.
  */
-import { kLive, kStateMask } from '../../native-free-shm/index.js';
 import * as shmLayout from '../../native-free-shm/layout.js';
 import type { RosterMember, ShmTable } from '../../native-free-shm/index.js';
 import type { Attachment } from './attachment.js';
@@ -135,37 +134,6 @@ export class InFlightRows {
 export function trackedEncoded(a: Attachment): boolean {
   const key = a.enc.key;
   return a.inFlight.find(key.words, key.length, a.enc.hash) >= 0;
-}
-
-/** One in-flight row of a scope, as `rowsOfScope` found it: the row's incarnation and its id. */
-export interface ScopeRow {
-  readonly slot: number;
-  readonly ctl: number;
-  readonly id: RequestId;
-}
-
-/**
- * The requests tracked in the scope in the encoder (the caller just encoded a key of it), on every
- * thread: a scan of the whole table, for rare events (a session's end), never the request path. A
- * row ended (or reused) while read is left out: its ctl moved, so its key may not be the one read.
- */
-export function rowsOfScope(a: Attachment): ScopeRow[] {
-  const table = a.inFlight;
-  const bytes = new Uint8Array(table.i32.buffer);
-  const prefix = a.enc.key.bytes;
-  const prefixLength = a.enc.scopeEnd;
-  const rows: ScopeRow[] = [];
-  for (let s = 0; s < table.slots; s++) {
-    const ctl = table.ctl(s);
-    if ((ctl & kStateMask) !== kLive) continue;
-    const k = table.keyIndex(s) * 4;
-    let j = 0;
-    while (j < prefixLength && bytes[k + j] === prefix[j]) j++;
-    if (j !== prefixLength) continue;
-    const id = keys.storedId(bytes, k, table.keyLength(s));
-    if (table.ctl(s) === ctl) rows.push({ slot: s, ctl, id });
-  }
-  return rows;
 }
 
 /** Raises the flag of every row of the key in the encoder (the caller just encoded it). */

@@ -169,40 +169,6 @@ export class KeyEncoder {
   }
 }
 
-/**
- * The request id of a stored key (`bytes[at..at+length)`): the inverse of `KeyEncoder.encode`'s id
- * part, so `encode(storedId(…), scope)` gives those bytes back, unpaired surrogates included.
- */
-export function storedId(bytes: Uint8Array, at: number, length: number): RequestId {
-  const start = at + scopeEndOf(bytes, at);
-  // The integer is the float64's two words as this host wrote them (little-endian, like every host Node runs on).
-  if (bytes[start] === kTagInteger) return new DataView(bytes.buffer, bytes.byteOffset).getFloat64(start + 4, true);
-  return readWtf8(bytes, start + 4, at + length);
-}
-
-/** The text of WTF-8 bytes that writeWtf8 wrote (well-formed by construction: no checks). */
-function readWtf8(bytes: Uint8Array, from: number, to: number): string {
-  let text = '';
-  for (let i = from; i < to;) {
-    const b = bytes[i];
-    if (b < 0x80) {
-      text += String.fromCharCode(b);
-      i += 1;
-    } else if (b < 0xe0) {
-      text += String.fromCharCode(((b & 0x1f) << 6) | (bytes[i + 1] & 0x3f));
-      i += 2;
-    } else if (b < 0xf0) {
-      // Three bytes: a BMP character, or an unpaired surrogate (WTF-8's one difference from UTF-8).
-      text += String.fromCharCode(((b & 0x0f) << 12) | ((bytes[i + 1] & 0x3f) << 6) | (bytes[i + 2] & 0x3f));
-      i += 3;
-    } else {
-      text += String.fromCodePoint(((b & 0x07) << 18) | ((bytes[i + 1] & 0x3f) << 12) | ((bytes[i + 2] & 0x3f) << 6) | (bytes[i + 3] & 0x3f));
-      i += 4;
-    }
-  }
-  return text;
-}
-
 /** Bytes of the header plus the padded scope, read from a key's header word. */
 export function scopeEndOf(bytes: Uint8Array, at = 0): number {
   const scopeBytes = ((bytes[at + 1] << 8) | bytes[at]) & 0x7fff;

@@ -29,7 +29,7 @@ import { sanitizeReason } from './reason.js';
 // at every use (V8 does not fold another module's exports); a module-local const is an immediate.
 const { kCtCancellations, kCtCancellationsRefused, kStBuckets } = layout;
 const { checkScope, kMaxKeyBytes } = keys;
-const { raiseEncoded, raiseRow, rowsOfScope, trackedEncoded } = inFlight;
+const { raiseEncoded, raiseRow, trackedEncoded } = inFlight;
 
 export type CancelResult =
   | { readonly ok: true }
@@ -133,8 +133,7 @@ export class Registry extends InFlightRows {
     return kOk;
   }
 
-  /** `only`: raise just that row (a request's own cancel), skipping the quota; else every row of the key. */
-  #record(id: unknown, reason: unknown, scope: string, only: { readonly slot: number; readonly ctl: number } | undefined): CancelResult {
+  #record(id: unknown, reason: unknown, scope: string, only: TrackHandle | undefined): CancelResult {
     if (id === null || id === undefined) return kOk;
     const a = this.#a;
     const enc = a.enc;
@@ -170,21 +169,6 @@ export class Registry extends InFlightRows {
       requestCancelledChannel.publish(event);
     }
     return kOk;
-  }
-
-  /**
-   * Cancels every request tracked in `scope` now, on every thread, as a cancel of each one's own
-   * request would (`cancelRequest`): its flag raised, a row written so `reason` answers, never
-   * refused by the quota. What a legacy session's DELETE does: its client will read none of their
-   * answers. Returns how many it cancelled. A scan of the in-flight table: for rare events.
-   */
-  cancelScope(scope: string, reason: unknown): number {
-    if (!this.#a.enc.encode(0, checkScope(scope))) return 0;
-    const rows = rowsOfScope(this.#a);
-    for (const row of rows) {
-      if (!this.#record(row.id, reason, scope, row).ok) raiseRow(this.#a, row.slot, row.ctl);
-    }
-    return rows.length;
   }
 
   /** True when a cancellation row exists for (scope, id). */
