@@ -47,7 +47,8 @@ export interface SessionDirectoryHostOptions {
   readonly onProblem?: PortProblem | undefined;
   /**
    * Another node ended (DELETE) a session this node held: what of it still runs here is to be
-   * cancelled. Told only for sessions in this node's cache when the news came.
+   * cancelled. Told only for sessions in this node's cache when the news came, or dropped from it
+   * by another node's logging/setLevel within an idle period before.
    */
   readonly onEnded?: ((id: string) => void) | undefined;
 }
