@@ -58,7 +58,6 @@ export async function runHttpWorker(): Promise<void> {
       forwardCancel: nodeId === undefined ? undefined : (requestId, reason, scope, trace) => send({ type: 'cancel', requestId, reason, scope, trace }),
       nodeId,
       broadcastListChanged: (kind) => send({ type: 'listChanged', kind }),
-      broadcastSessionEnded: (scope) => send({ type: 'sessionEnded', scope }),
       onPoolThread: (poolThreadId, alive) => send({ type: 'poolThread', threadId: poolThreadId, alive }),
       tasks: links.tasks,
       sessionDirectory: links.sessionDirectory,
@@ -105,9 +104,6 @@ function onSupervisorMessage(message: ToHttpWorker, stack: HttpStack, closer: Cl
       return;
     case 'listChanged':
       stack.engine.listChanged(message.kind, true);
-      return;
-    case 'sessionEnded':
-      stack.engine.sessionEnded(message.scope, true);
       return;
     case 'drain':
       stack.engine.closeListeners();

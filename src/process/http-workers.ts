@@ -119,11 +119,6 @@ export class HttpWorkers {
     for (const worker of this.#workers.keys()) if (worker !== except) post(worker, { type: 'listChanged', kind });
   }
 
-  /** Tells every worker (but `except`) that a legacy session (its scope) was DELETEd. */
-  broadcastSessionEnded(scope: string, except?: Worker): void {
-    for (const worker of this.#workers.keys()) if (worker !== except) post(worker, { type: 'sessionEnded', scope });
-  }
-
   /** Hands a client's answer (as text) to worker `thread`; false when no such worker runs. `via`: who received it. */
   deliver(thread: number, response: string, scope: string, via: string): boolean {
     for (const [worker, id] of this.#workers) {
@@ -259,10 +254,6 @@ export class HttpWorkers {
       case 'listChanged':
         this.broadcastListChanged(message.kind, worker);
         this.#services.cluster?.listChanged(message.kind);
-        break;
-      case 'sessionEnded':
-        // Other nodes hear of it from the session directory (Redis), not from here.
-        if (typeof message.scope === 'string') this.broadcastSessionEnded(message.scope, worker);
         break;
       case 'response':
         // A client answered a request of another worker's tool: hand it over (as text); another

@@ -222,10 +222,6 @@ class SluiceServer implements Server {
         return this.#workers?.deliver(thread, text, scope, via) ?? false;
       },
       listChanged: (kind) => this.#listChangedHere(kind),
-      sessionEnded: (scope) => {
-        this.#stack?.engine.sessionEnded(scope, true);
-        this.#workers?.broadcastSessionEnded(scope);
-      },
       sessionRevalidateMs: this.#sessionRevalidateMs,
     };
   }

@@ -144,8 +144,6 @@ export interface EngineConfig {
   readonly nodeId?: string | undefined;
   /** Tells the other threads' engines that a list changed (HTTP workers: through the supervisor). */
   readonly broadcastListChanged?: ((kind: ListKind) => void) | undefined;
-  /** Tells the node's other threads' engines that a legacy session (its scope) was DELETEd here. */
-  readonly broadcastSessionEnded?: ((scope: string) => void) | undefined;
   /**
    * Tasks (2025-11-25 experimental and the 2026-07-28 extension): where they live and their bounds.
    * Absent: no task support is declared and task-required tools cannot be called.

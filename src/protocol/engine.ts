@@ -25,9 +25,6 @@ import type { Method } from './run.js';
 import type { RunHost } from './run-host.js';
 import type { JsonRpcId, ProtocolError } from './wire.js';
 
-/** What a request or task of a legacy session its client DELETEd sees as its cancel's reason. */
-export const kSessionDeletedReason = 'the client ended its session (DELETE)';
-
 export type { ClientResponse, EngineConfig, Era, NotifyKind, Reply, RequestInfo, Running } from './contract.js';
 export { toolError } from './methods/tools.js';
 
@@ -218,27 +215,6 @@ export class Engine {
       task.cancelForShutdown(reason);
       count++;
     }
-    return count;
-  }
-
-  /**
-   * A legacy session (registry scope `scope`) has ended by its client's DELETE: its client will
-   * read none of its answers, so its requests and tasks still running here are cancelled, as its
-   * client's cancel would (reason kSessionDeletedReason). Only what went async can be running when
-   * this thread reads a DELETE, so the walk is over this engine's async runs and tasks, not the
-   * registry's table. Unless the news came from another thread or node, the node's other serving
-   * threads are told too. Returns how many were cancelled here.
-   */
-  sessionEnded(scope: string, fromElsewhere = false): number {
-    let count = 0;
-    this.#running.flush();
-    for (const run of [...this.#running.watching]) if (run.info.scope === scope && run.cancelByServer(kSessionDeletedReason)) count++;
-    for (const task of [...this.#tasks]) {
-      if (task.owner !== scope) continue;
-      task.cancel(kSessionDeletedReason);
-      count++;
-    }
-    if (!fromElsewhere) this.config.broadcastSessionEnded?.(scope);
     return count;
   }
 

@@ -367,7 +367,6 @@ export class HttpEndpoint {
     if (principal === kRefused) return this.#fail(ex, null, kUnauthorized);
     const refused = await sessions.end(id, principal);
     if (refused !== undefined) return this.#fail(ex, null, refused);
-    this.#engine.sessionEnded(this.#clients.sessionScope(id));
     ex.respond(204, this.#headers.extra(ex), '');
   }
 
