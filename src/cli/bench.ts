@@ -33,7 +33,8 @@ export const kBenchUsage = `Usage:
                        counted from when each request was due (default: closed loop)
   --threads <t>        generator worker threads (default 1, which keeps one core busy)
   --era <era>          auto | legacy | 2026-07-28 (default auto: server/discover, else initialize)
-  --session-per-call   legacy: initialize, call and DELETE on every iteration (each step timed)
+  --session-per-call   legacy: initialize, call and DELETE on every iteration (each step timed);
+                       --era auto then means legacy
   --header <k:v>       an extra request header (repeatable)
   --bearer <token>     send Authorization: Bearer <token> (default: SLUICE_BEARER_TOKEN)
   --cancel-after <t>   cancel every call after this long: 50 (ms), 50ms, 1.5s (legacy:
@@ -105,7 +106,12 @@ export function benchOptions(argv: readonly string[], env: NodeJS.ProcessEnv = p
   const target: BenchOptions['target'] = command.length > 0
     ? { kind: 'stdio', command: command[0]!, args: command.slice(1) }
     : { kind: 'http', url: endpointUrl(positionals[0]!).href };
-  const era = (choiceFlag('era', values.era, ['auto', 'legacy', '2026-07-28'] as const) ?? 'auto') as BenchEra;
+  const sessionPerCall = values['session-per-call'] === true;
+  const eraFlag = (choiceFlag('era', values.era, ['auto', 'legacy', '2026-07-28'] as const) ?? 'auto') as BenchEra;
+  if (sessionPerCall && eraFlag === '2026-07-28') throw new UsageError('--session-per-call is for the legacy era (2026-07-28 has no sessions)');
+  // Sessions are what --session-per-call measures: with --era auto it speaks the legacy era, even to
+  // a server that offers 2026-07-28 (which would have no session to open or DELETE).
+  const era: BenchEra = sessionPerCall && eraFlag === 'auto' ? 'legacy' : eraFlag;
   const method = loadMethod(values.method, values.tool, era);
   if ((method === 'tools/call' || method === 'prompts/get' || method === 'resources/read') && values.tool === undefined) {
     throw new UsageError(`--method ${method} needs --tool <${method === 'resources/read' ? 'uri' : 'name'}>`);
@@ -136,8 +142,6 @@ export function benchOptions(argv: readonly string[], env: NodeJS.ProcessEnv = p
   const rate = values.rate === undefined ? undefined : parseRate(values.rate);
   if (values.rate !== undefined && rate === undefined) throw new UsageError(`--rate must be requests per second like 500/s, got ${JSON.stringify(values.rate)}`);
   const connections = integerFlag('connections', values.connections, 1, 10_000) ?? 10;
-  const sessionPerCall = values['session-per-call'] === true;
-  if (sessionPerCall && era === '2026-07-28') throw new UsageError('--session-per-call is for the legacy era (2026-07-28 has no sessions)');
   let maxErrors = 1;
   if (values['max-errors'] !== undefined) {
     const m = /^\s*(\d+(?:\.\d+)?)\s*%?\s*$/.exec(values['max-errors']);

@@ -62,6 +62,14 @@ describe('sluice bench against Sluice', () => {
     expect(delta).toBeLessThanOrEqual(s.requests + 3 + 3 + s.unfinished);
   });
 
+  it('--session-per-call without --era speaks the legacy era to a server that offers 2026-07-28, and DELETEs every session', async () => {
+    const run = await benchJson([url, '--session-per-call', '--tool', 'echo', '--args', '{"text":"hi"}', ...kShort]);
+    expect(run.code, run.stderr).toBe(0);
+    const s = run.json!;
+    expect(s.era).toBe('legacy');
+    for (const step of ['initialize', 'initialized', 'call', 'delete']) expect(s.steps[step].count, step).toBeGreaterThan(0);
+  });
+
   it('--session-per-call: every iteration is initialize, initialized, call, DELETE, each step timed', async () => {
     const before = await requestsTotal(url);
     const run = await benchJson([url, '--era', 'legacy', '--session-per-call', '--tool', 'echo', '--args', '{"text":"hi"}', ...kShort]);
