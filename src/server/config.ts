@@ -98,6 +98,20 @@ export async function loadCatalog(config: ServerConfig): Promise<Catalog> {
   return config.tools.catalog ?? (await importToolsModule(config.tools.module)).catalog;
 }
 
+/**
+ * `Name: message` of what a log hook threw, for the fallback's note: nothing read here may throw
+ * out of the guard, so the name is read inside a try (errorText guards the message itself).
+ */
+function hookFailure(error: unknown): string {
+  let name = '';
+  try {
+    if (error instanceof Error) name = `${String(error.name)}: `;
+  } catch {
+    // a name getter (or its toString) that throws: the name is left out
+  }
+  return name + errorText(error);
+}
+
 /** The server log: `sink` (default: stderr), lines below `logLevel` dropped. */
 function serverLog(options: ResolvedOptions, sink: ServerLogSink | undefined): ServerLogSink {
   if (sink !== undefined) return filterLog(options.logLevel, guardedSink(sink));
@@ -121,7 +135,7 @@ function guardedSink(sink: ServerLogSink): ServerLogSink {
     keepStderrFailuresQuiet();
     if (!told) {
       told = true;
-      toStderr('error', `sluice: the log hook failed (${error instanceof Error ? `${error.name}: ` : ''}${errorText(error)}); the lines it fails on go to stderr`);
+      toStderr('error', `sluice: the log hook failed (${hookFailure(error)}); the lines it fails on go to stderr`);
     }
     toStderr(level, message);
   };

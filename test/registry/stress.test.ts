@@ -110,6 +110,4 @@ describe('stress: the global cap across threads', () => {
     expect(counters.evictions).toBe(kMaxRows + ok - counters.cancellationRows);
     expect(reg.verify()).toEqual([]);
   });
-
-
 });
