@@ -13,7 +13,7 @@ const built = fileURLToPath(new URL('./dist/', import.meta.url));
 
 /**
  * Files that run alone, one after another, once everything else has finished: threads that spin or
- * race on purpose (registry stress, cross-thread cancels, a reader that waits for a descheduled
+ * race on purpose (registry stress, cross-thread cancels, session lookups racing their DELETE, a reader that waits for a descheduled
  * canceller, terminated table writers, the janitor's timing), so that nothing else competes for the
  * two cores while they do.
  */
@@ -23,6 +23,7 @@ const serial = [
   'test/registry/reason-after-flag.test.ts',
   'test/native-free-shm/terminate.test.ts',
   'test/hardening/janitor.test.ts',
+  'test/sessions/served-threads.test.ts',
 ];
 
 /**

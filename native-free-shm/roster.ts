@@ -179,6 +179,13 @@ export class Roster {
       && (Atomics.load(this.#i32, at + kEntryGen) & kTokenGenMask) === token >>> kTokenIndexBits;
   }
 
+  /** The Node thread (`threadId`) holding entry `index`, or undefined while the entry is free. */
+  ownerThread(index: number): number | undefined {
+    if (index < 0 || index >= this.#capacity) return undefined;
+    const owner = Atomics.load(this.#i32, kRosterHeaderWords + index * kEntryStride + kEntryOwner);
+    return owner === 0 ? undefined : owner - 1;
+  }
+
   /**
    * Releases every entry held by the Node thread `nodeThreadId` (a thread that exited or was
    * terminated): undoes its unfinished claim in each table registered in this thread, then

@@ -45,6 +45,12 @@ export interface SessionDirectoryHostOptions {
    * an error). The supervisor counts these as `sluice_port_problems_total`. Default: a warn line.
    */
   readonly onProblem?: PortProblem | undefined;
+  /**
+   * A node (another, or this one) ended (DELETE) a session this node held: what of it still runs
+   * here is to be cancelled. Told only for sessions in this node's cache when the news came, or
+   * dropped from it within an idle period before (see #released).
+   */
+  readonly onEnded?: ((id: string) => void) | undefined;
 }
 
 /**
@@ -58,6 +64,15 @@ export class SessionDirectoryHost implements SessionDirectoryAccess {
   readonly #log: SessionLog;
   readonly #onProblem: PortProblem;
   readonly #revalidateMs: number;
+  readonly #onEnded: ((id: string) => void) | undefined;
+  readonly #idleMs: number;
+  /**
+   * Sessions this node held whose copy was dropped (another node's logging/setLevel, a revalidation,
+   * the invalidation channel going down), with when: their requests may still run here, so a later
+   * DELETE's message (from any node, this one included: a copy adopted again knows only the threads
+   * that looked it up since) still concerns this node. Kept for an idle period.
+   */
+  readonly #released = new Map<string, number>();
   /** Sessions in this node's table that the directory knows: id → the last use pushed to Redis. */
   readonly #cached = new Map<string, number>();
   /** Lookups in flight per id: an invalidation arriving meanwhile makes them read again. */
@@ -77,9 +92,11 @@ export class SessionDirectoryHost implements SessionDirectoryAccess {
     this.#log = options.log;
     this.#onProblem = options.onProblem ?? ((message) => options.log('warn', message));
     this.#revalidateMs = options.revalidateMs ?? kDefaultRevalidateMs;
+    this.#onEnded = options.onEnded;
+    this.#idleMs = options.idleMs;
     const touchMs = Math.max(1, Math.floor(options.idleMs / 4));
     this.directory = new RedisSessionDirectory(ctx, options.idleMs + touchMs, {
-      invalidated: (id) => this.#drop(id),
+      invalidated: (id) => this.#invalidated(id),
       subscriber: (up) => this.#subscriberChanged(up),
     });
     this.#touchTimer = setInterval(() => void this.#touch(), touchMs);
@@ -197,10 +214,34 @@ export class SessionDirectoryHost implements SessionDirectoryAccess {
     return this.#unavailable('find', new Error('the session kept changing while it was read'));
   }
 
-  /** Another node ended or changed the session (or Redis no longer has it): drop this node's copy. */
+  /**
+   * Another node's message: it ended or changed the session. DELETE and logging/setLevel send the
+   * same message; Redis tells them apart (a DELETE's DEL comes before its message), and is asked
+   * only for a session this node held, the only kind whose requests can run here.
+   */
+  #invalidated(id: string): void {
+    const held = this.#cached.has(id) || this.#released.has(id);
+    this.#drop(id);
+    const onEnded = this.#onEnded;
+    if (!held || onEnded === undefined) return;
+    this.#released.set(id, Date.now());
+    this.directory.missing([id]).then((gone) => {
+      if (gone.length === 0) return;
+      this.#released.delete(id);
+      onEnded(id);
+    }, (error: unknown) => {
+      const why = error instanceof Error ? error.message : 'Redis did not answer';
+      this.#log('warn', `sluice: cluster sessions: could not tell whether another node's message on a session held here was its DELETE (${why}); what of that session runs here goes on until it ends (a question to its client: until clientRequestTimeoutMs)`);
+    });
+  }
+
+  /**
+   * Another node ended or changed the session (or Redis no longer has it): drop this node's copy.
+   * A copy this node held is remembered a while (`#released`): its requests may still run here.
+   */
   #drop(id: string): void {
     this.#store.remove(id);
-    this.#cached.delete(id);
+    if (this.#cached.delete(id)) this.#released.set(id, Date.now());
     for (const mark of this.#reading.get(id) ?? []) mark.invalidated = true;
   }
 
@@ -218,6 +259,8 @@ export class SessionDirectoryHost implements SessionDirectoryAccess {
   }
 
   async #touch(): Promise<void> {
+    const idleSince = Date.now() - this.#idleMs;
+    for (const [id, at] of this.#released) if (at < idleSince) this.#released.delete(id);
     if (this.#touching) return;
     const batch: Array<{ id: string; seen: number }> = [];
     for (const [id, pushed] of this.#cached) {

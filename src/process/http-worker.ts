@@ -58,6 +58,7 @@ export async function runHttpWorker(): Promise<void> {
       forwardCancel: nodeId === undefined ? undefined : (requestId, reason, scope, trace) => send({ type: 'cancel', requestId, reason, scope, trace }),
       nodeId,
       broadcastListChanged: (kind) => send({ type: 'listChanged', kind }),
+      broadcastSessionEnded: (scope, threads) => send({ type: 'sessionEnded', scope, threads }),
       onPoolThread: (poolThreadId, alive) => send({ type: 'poolThread', threadId: poolThreadId, alive }),
       tasks: links.tasks,
       sessionDirectory: links.sessionDirectory,
@@ -104,6 +105,9 @@ function onSupervisorMessage(message: ToHttpWorker, stack: HttpStack, closer: Cl
       return;
     case 'listChanged':
       stack.engine.listChanged(message.kind, true);
+      return;
+    case 'sessionEnded':
+      stack.engine.sessionEnded(message.scope);
       return;
     case 'drain':
       stack.engine.closeListeners();

@@ -119,6 +119,17 @@ export class HttpWorkers {
     for (const worker of this.#workers.keys()) if (worker !== except) post(worker, { type: 'listChanged', kind });
   }
 
+  /**
+   * Tells workers (but `except`) that a legacy session (its scope) was DELETEd: those `threads`
+   * names (the session store's bits of the threads that served it), else every one (another node's
+   * DELETE: which threads here served it is no longer known).
+   */
+  broadcastSessionEnded(scope: string, except?: Worker, threads?: number): void {
+    const sessions = this.#services.tables.sessions;
+    const named = threads === undefined || sessions === undefined ? undefined : new Set(sessions.threadsOf(threads));
+    for (const [worker, id] of this.#workers) if (worker !== except && (named === undefined || named.has(id))) post(worker, { type: 'sessionEnded', scope });
+  }
+
   /** Hands a client's answer (as text) to worker `thread`; false when no such worker runs. `via`: who received it. */
   deliver(thread: number, response: string, scope: string, via: string): boolean {
     for (const [worker, id] of this.#workers) {
@@ -254,6 +265,10 @@ export class HttpWorkers {
       case 'listChanged':
         this.broadcastListChanged(message.kind, worker);
         this.#services.cluster?.listChanged(message.kind);
+        break;
+      case 'sessionEnded':
+        // Other nodes hear of it from the session directory (Redis), not from here.
+        if (typeof message.scope === 'string') this.broadcastSessionEnded(message.scope, worker, typeof message.threads === 'number' ? message.threads : undefined);
         break;
       case 'response':
         // A client answered a request of another worker's tool: hand it over (as text); another

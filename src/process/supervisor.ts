@@ -222,6 +222,10 @@ class SluiceServer implements Server {
         return this.#workers?.deliver(thread, text, scope, via) ?? false;
       },
       listChanged: (kind) => this.#listChangedHere(kind),
+      sessionEnded: (scope) => {
+        this.#stack?.engine.sessionEnded(scope);
+        this.#workers?.broadcastSessionEnded(scope);
+      },
       sessionRevalidateMs: this.#sessionRevalidateMs,
     };
   }

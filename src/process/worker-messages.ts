@@ -36,6 +36,8 @@ export type ToHttpWorker =
   | { readonly type: 'response'; readonly response: string; readonly scope: string; readonly via?: string | undefined }
   /** A list changed (on another thread or node, or through Server.notifyListChanged). */
   | { readonly type: 'listChanged'; readonly kind: ListKind }
+  /** A legacy session (its registry scope) was DELETEd on another thread or node: cancel what of it runs here. */
+  | { readonly type: 'sessionEnded'; readonly scope: string }
   /**
    * Shutdown has begun and the server drains (cluster mode): /readyz already says 503 (shared
    * flag); listen streams end now so their clients reconnect to another node.
@@ -61,6 +63,11 @@ export type FromHttpWorker =
   /** Cluster mode: a legacy cancel for a request not running on this node, for the other nodes. */
   | { readonly type: 'cancel'; readonly requestId: string | number; readonly reason?: string | undefined; readonly scope: string; readonly trace?: CarriedTrace | undefined }
   | { readonly type: 'listChanged'; readonly kind: ListKind }
+  /**
+   * A client DELETEd its legacy session (scope `scope`) here: the node's other threads that served
+   * it (`threads`: the session store's bits) cancel what of it they run.
+   */
+  | { readonly type: 'sessionEnded'; readonly scope: string; readonly threads: number }
   /**
    * A pool thread of this worker started (`alive`) or exited. Pool threads die with their HTTP
    * worker without reporting it, so the supervisor releases the registry entries of those still

@@ -145,6 +145,11 @@ export interface EngineConfig {
   /** Tells the other threads' engines that a list changed (HTTP workers: through the supervisor). */
   readonly broadcastListChanged?: ((kind: ListKind) => void) | undefined;
   /**
+   * Tells the node's other threads' engines that a legacy session (its scope) was DELETEd here:
+   * those of `threads` (the session store's bits of the threads that served it).
+   */
+  readonly broadcastSessionEnded?: ((scope: string, threads: number) => void) | undefined;
+  /**
    * Tasks (2025-11-25 experimental and the 2026-07-28 extension): where they live and their bounds.
    * Absent: no task support is declared and task-required tools cannot be called.
    */

@@ -25,6 +25,9 @@ import type { Method } from './run.js';
 import type { RunHost } from './run-host.js';
 import type { JsonRpcId, ProtocolError } from './wire.js';
 
+/** What a request or task of a legacy session its client DELETEd sees as its cancel's reason. */
+export const kSessionDeletedReason = 'the client ended its session (DELETE)';
+
 export type { ClientResponse, EngineConfig, Era, NotifyKind, Reply, RequestInfo, Running } from './contract.js';
 export { toolError } from './methods/tools.js';
 
@@ -215,6 +218,28 @@ export class Engine {
       task.cancelForShutdown(reason);
       count++;
     }
+    return count;
+  }
+
+  /**
+   * A legacy session (registry scope `scope`) has ended by its client's DELETE: its client will
+   * read none of its answers, so its requests and tasks still running here are cancelled, as its
+   * client's cancel would (reason kSessionDeletedReason). Only what went async can be running when
+   * this thread reads a DELETE, so the walk is over this engine's async runs and tasks, not the
+   * registry's table. `threads`: the other threads of the node that served the session (a
+   * `SessionStore.delete` result; 0: none, or the news came from another thread or node), told
+   * through `broadcastSessionEnded`. Returns how many were cancelled here.
+   */
+  sessionEnded(scope: string, threads = 0): number {
+    let count = 0;
+    this.#running.flush();
+    for (const run of [...this.#running.watching]) if (run.info.scope === scope && run.cancelByServer(kSessionDeletedReason)) count++;
+    for (const task of [...this.#tasks]) {
+      if (task.owner !== scope) continue;
+      task.cancel(kSessionDeletedReason);
+      count++;
+    }
+    if (threads !== 0) this.config.broadcastSessionEnded?.(scope, threads);
     return count;
   }
 

@@ -5,6 +5,7 @@
  * registers its close step on the server's CloseList as it starts.
  */
 import type { SessionDirectoryHost } from '../cluster/sessions.js';
+import { deriveScope } from '../registry/index.js';
 import { MemoryTaskStore } from '../tasks/stores/memory-store.js';
 import type { TaskLimits, TaskStore } from '../tasks/store.js';
 import { Counter } from '../telemetry/counters.js';
@@ -27,6 +28,8 @@ export interface ClusterHooks {
   deliverAnswer(thread: number, text: string, scope: string, via: string): boolean;
   /** Another node's list changed: tell every serving thread here. */
   listChanged(kind: ListKind): void;
+  /** Another node ended a legacy session (its registry scope) this node held: tell every serving thread here. */
+  sessionEnded(scope: string): void;
   /** Tests only: how often a node re-checks its cached cluster sessions while invalidation is down. */
   readonly sessionRevalidateMs?: number | undefined;
 }
@@ -84,7 +87,11 @@ export class NodeServices {
       // Cluster sessions: loaded only in cluster mode (no cluster code on a single node's path).
       if (this.#cluster !== undefined) {
         const { SessionDirectoryHost } = await import('../cluster/sessions.js');
-        const host = new SessionDirectoryHost(this.#cluster.context, { store: sessions, idleMs: options.sessionIdleMs, log: this.#config.log, revalidateMs: cluster?.sessionRevalidateMs });
+        const host = new SessionDirectoryHost(this.#cluster.context, {
+          store: sessions, idleMs: options.sessionIdleMs, log: this.#config.log, revalidateMs: cluster?.sessionRevalidateMs,
+          // A DELETE on another node: this node's threads cancel what of the session they run, as that node's do.
+          onEnded: cluster === undefined ? undefined : (id) => cluster.sessionEnded(deriveScope({ sessionId: id })),
+        });
         this.#sessionHost = host;
         closer.add('the session directory', () => host.close());
       }

@@ -45,6 +45,8 @@ export interface EngineInput {
   readonly nodeId?: string | undefined;
   /** Tells the other threads that a list changed. */
   readonly broadcastListChanged?: ((kind: ListKind) => void) | undefined;
+  /** Tells the other threads that a legacy session (its scope) was DELETEd on this one. */
+  readonly broadcastSessionEnded?: ((scope: string, threads: number) => void) | undefined;
   /** Told each pool thread's id as it starts (`alive`) and once it has exited (see ToolPoolOptions.onThread). */
   readonly onPoolThread?: ((threadId: number, alive: boolean) => void) | undefined;
   /** Where this thread's tasks live and who runs them (LocalTasks); absent when tasks are off. */
@@ -93,6 +95,7 @@ export function createEngine(input: EngineInput): ServingEngine {
     forwardCancel: input.forwardCancel,
     nodeId: input.nodeId,
     broadcastListChanged: input.broadcastListChanged,
+    broadcastSessionEnded: input.broadcastSessionEnded,
     tasks: input.tasks,
     authenticated: input.authenticated,
     // Decided once per thread: the `tracing` module (importTracingModule) has run by now.

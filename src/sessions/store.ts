@@ -16,7 +16,21 @@ const kVLogLevel = 8;
 const kLevelUnset = 0xff;
 const kVCaps = 9; // client capabilities declared at initialize, as kCap* bits
 const kVClient = 10; // the creating client's bucket in the per-client session counts
-const kValueWords = 11;
+/**
+ * The threads that served the session, so that its DELETE tells only those to cancel what of it
+ * runs: `tag | kClosed? | bits`. A thread's first lookup of the session sets its bit (its roster
+ * index modulo kThreadBits); the tag is the row's sequence number (7 bits of it), as for the log
+ * level; the DELETE sets kClosed before it removes the row and reads the bits with it. A lookup
+ * either sets its bit before that (the DELETE sees it) or finds the word closed (the session is
+ * gone): no thread can start serving a session its DELETE does not know of. (Reading the bits
+ * after removing the row instead would miss a lookup that found the row just before.)
+ */
+const kVThreads = 11;
+const kValueWords = 12;
+const kThreadBits = 24;
+const kThreadMask = (1 << kThreadBits) - 1;
+const kClosed = 1 << kThreadBits;
+const kThreadsTagShift = kThreadBits + 1;
 /**
  * Live sessions per client, counted in buckets of a keyed hash of the client (principal, else
  * address). Two clients sharing a bucket share its limit: collisions can only make the limit
@@ -63,6 +77,14 @@ function levelTag(ctl: number): number {
   return ((ctl >>> kSeqShift) & 0xffffff) << 8;
 }
 
+/** The tag of a row's threads word (kVThreads): 7 bits of the row's sequence number, at the top. */
+function threadsTag(ctl: number): number {
+  return ((ctl >>> kSeqShift) & 0x7f) << kThreadsTagShift;
+}
+
+/** The threads word's tag bits. */
+const kThreadsTagBits = ~(kThreadMask | kClosed);
+
 export interface SessionStoreDescriptor {
   readonly kind: 'sluice/sessions';
   readonly roster: RosterDescriptor;
@@ -95,6 +117,8 @@ export class SessionStore {
   readonly #clients: Int32Array;
   readonly #clientBuffer: SharedArrayBuffer;
   readonly #clientKey: Uint8Array;
+  /** This thread's bit in a session's threads word (kVThreads). */
+  readonly #threadBit: number;
   /** See observeEnds. */
   #onEnd: ((seconds: number) => void) | undefined;
 
@@ -111,6 +135,7 @@ export class SessionStore {
     this.#roster = Roster.attach(descriptor.roster);
     this.#table = ShmTable.attach(descriptor.table, this.#roster);
     this.#member = this.#roster.join();
+    this.#threadBit = 1 << (this.#member.index % kThreadBits);
     this.#clientBuffer = descriptor.clients;
     this.#clients = new Int32Array(descriptor.clients);
     this.#clientKey = descriptor.clientKey;
@@ -158,6 +183,8 @@ export class SessionStore {
     t.i32[v + kVCaps] = capabilities;
     const ctl = t.publish(slot, this.#member);
     Atomics.store(t.i32, v + kVLogLevel, levelTag(ctl) | kLevelUnset);
+    // After publish (the tag is the new ctl's); no lookup precedes it: the id is not out yet.
+    Atomics.store(t.i32, v + kVThreads, threadsTag(ctl) | this.#threadBit);
     return { ok: true, id };
   }
 
@@ -174,6 +201,7 @@ export class SessionStore {
     if (now - t.f64[(v + kVSeen) >>> 1] > idleMs) return kMissing;
     this.#principalDigest(principalId);
     for (let i = 0; i < 4; i++) if (t.i32[v + kVPrincipal + i] !== this.#digest[i]) return kMissing;
+    if (!this.#served(slot, ctl)) return kMissing;
     t.f64[(v + kVSeen) >>> 1] = now;
     const word = Atomics.load(t.i32, v + kVLogLevel);
     const level = (word & ~0xff) === levelTag(ctl) && (word & 0xff) !== kLevelUnset ? word & 0xff : -1;
@@ -203,6 +231,10 @@ export class SessionStore {
     t.i32[v + kVCaps] = capabilities;
     const ctl = t.publish(slot, this.#member);
     Atomics.store(t.i32, v + kVLogLevel, levelTag(ctl) | (logLevel >= 0 && logLevel < kLevelUnset ? logLevel : kLevelUnset));
+    // No thread has served this copy yet (the workers look it up once this adoption is answered).
+    // Requests of an earlier copy of it may still run here: its DELETE reaches them through the
+    // directory's message, which this node hears too (SessionDirectoryHost's #released).
+    Atomics.store(t.i32, v + kVThreads, threadsTag(ctl));
     return true;
   }
 
@@ -238,11 +270,77 @@ export class SessionStore {
     this.#onEnd = onEnd;
   }
 
-  /** Ends a session (DELETE). */
-  delete(found: SessionLookup): void {
-    if (!found.ok) return;
-    const created = this.#table.f64[(this.#table.valueIndex(found.slot) + kVCreated) >>> 1];
+  /**
+   * Ends a session (DELETE). Returns the threads that served it, as roster-index bits (`threadsOf`
+   * names them; 0 when another DELETE ended it first): what of the session still runs can only
+   * run on those. This thread's own bit is among them (its lookup set it).
+   */
+  delete(found: SessionLookup): number {
+    if (!found.ok) return 0;
+    const t = this.#table;
+    const v = t.valueIndex(found.slot);
+    const created = t.f64[(v + kVCreated) >>> 1];
+    const served = this.#close(v + kVThreads, found.ctl);
     if (this.#removeRow(found.slot, found.ctl)) this.#onEnd?.((Date.now() - created) / 1000);
+    return served;
+  }
+
+  /**
+   * Whether what `delete` returned names any thread besides this one: another bit, or this
+   * thread's own bit shared with another thread (more than kThreadBits threads on the store).
+   */
+  namesOthers(bits: number): boolean {
+    if ((bits & ~this.#threadBit) !== 0) return true;
+    if ((bits & this.#threadBit) === 0) return false;
+    const capacity = this.#roster.capacity;
+    const own = this.#member.index;
+    for (let i = own % kThreadBits; i < capacity; i += kThreadBits) if (i !== own && this.#roster.ownerThread(i) !== undefined) return true;
+    return false;
+  }
+
+  /**
+   * The node threads (`threadId`s) that `delete`'s bits name: each thread that joined this store
+   * under a roster index in one of the bits' groups (exactly the servers of the session while at
+   * most kThreadBits threads share the store; past that, a bit also names the others of its group).
+   */
+  threadsOf(bits: number): number[] {
+    const out: number[] = [];
+    for (let i = 0; i < this.#roster.capacity; i++) {
+      if ((bits & (1 << (i % kThreadBits))) === 0) continue;
+      const thread = this.#roster.ownerThread(i);
+      if (thread !== undefined) out.push(thread);
+    }
+    return out;
+  }
+
+  /**
+   * Marks this thread as serving the session of row `slot` (incarnation `ctl`); false when the
+   * session is gone (its DELETE closed the word, or the slot holds another session now, whose
+   * word has another tag). The compare-and-swap is on the very word checked, so a bit lands only
+   * in an open word of this session, and a DELETE that closes it afterwards reads the bit. The
+   * first lookup per thread writes; later ones only read.
+   */
+  #served(slot: number, ctl: number): boolean {
+    const t = this.#table;
+    const at = t.valueIndex(slot) + kVThreads;
+    const tag = threadsTag(ctl);
+    const bit = this.#threadBit;
+    for (;;) {
+      const word = Atomics.load(t.i32, at);
+      if ((word & kThreadsTagBits) !== tag || (word & kClosed) !== 0) return false;
+      if ((word & bit) !== 0 || Atomics.compareExchange(t.i32, at, word, word | bit) === word) return true;
+    }
+  }
+
+  /** DELETE: closes the threads word of incarnation `ctl`; its bits, or 0 when already closed or reused. */
+  #close(at: number, ctl: number): number {
+    const t = this.#table;
+    const tag = threadsTag(ctl);
+    for (;;) {
+      const word = Atomics.load(t.i32, at);
+      if ((word & kThreadsTagBits) !== tag || (word & kClosed) !== 0) return 0;
+      if (Atomics.compareExchange(t.i32, at, word, word | kClosed) === word) return word & kThreadMask;
+    }
   }
 
   /** Removes a row; whoever actually removed it gives its client's count back (exactly once). */

@@ -3,7 +3,7 @@
 // bound to its principal, ended everywhere by DELETE, expiring everywhere when idle; Redis lost:
 // cached sessions keep working, what needs Redis is a 503 (never a 404).
 // Each node is started with the `cluster` option (its own link to the test's redis-server).
-import { request as httpRequest } from 'node:http';
+import { Agent, request as httpRequest } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,7 +15,8 @@ import { defineTool } from '../../src/index.js';
 import { cleanupAfterEach } from '../helpers/cleanup.js';
 import { startRedis } from '../helpers/redis.js';
 import type { RedisInstance } from '../helpers/redis.js';
-import { kAccept } from '../helpers/server.js';
+import { agentOnOtherWorker, post as postOn } from '../helpers/http.js';
+import { kAccept, recordPath, recorded } from '../helpers/server.js';
 import { roundRobinProxy } from './cross-node-helpers.js';
 
 const kTools = new URL('../fixtures/adapters-auth-tools.mjs', import.meta.url);
@@ -203,6 +204,50 @@ describe('cluster sessions: a session is valid on every node', () => {
     expect(took).toBeLessThan(1_000);
     expect((await call(b.url, session, 'tools/list')).status).toBe(404);
     expect(await end(a.url, session)).toBe(404);
+  });
+
+  it('DELETE on B cancels the session\'s call running on A (a logging/setLevel on B cancels nothing)', { timeout: kTimeout }, async () => {
+    const { a, b } = await pair();
+    const session = await initialize(a.url);
+    const record = recordPath();
+    const running = call(a.url, session, 'tools/call', { name: 'block', arguments: { ms: 20_000, record } });
+    await within(5_000, 'the tool to start on A', async () => recorded(record).length > 0);
+    // The same message as a DELETE's reaches A: A must not take it for one.
+    expect((await call(b.url, session, 'logging/setLevel', { level: 'error' })).status).toBe(200);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(recorded(record)).toHaveLength(1);
+    expect(await end(b.url, session)).toBe(204);
+    await within(2_000, 'A\'s tool to see the cancel', async () => recorded(record).some((l) => l.startsWith('cancelled')));
+    expect(recorded(record).at(-1)).toContain('reason=the client ended its session (DELETE)');
+    expect((await running).status).toBe(202); // as after the client's own cancel: no response
+  });
+
+  it('DELETE on A\'s other thread, after a logging/setLevel on B dropped A\'s copy, cancels the call running on A', { timeout: kTimeout }, async () => {
+    const { a, b } = await pair();
+    const session = await initialize(a.url);
+    const headers = { ...kAlice, 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' };
+    const probe = { jsonrpc: '2.0', id: 'p', method: 'ping' };
+    const runner = new Agent({ keepAlive: true, maxSockets: 1 });
+    const thread = String((await postOn(a.url, probe, headers, runner)).headers['sluice-worker']);
+    const record = recordPath();
+    const running = postOn(a.url, { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'block', arguments: { ms: 20_000, record } } }, headers, runner);
+    await within(5_000, 'the tool to start on A', async () => recorded(record).length > 0);
+    // B's setLevel drops A's copy; A's other thread adopts it again for the probe and the DELETE:
+    // only that thread has looked the new copy up, yet the call runs on the first one.
+    expect((await call(b.url, session, 'logging/setLevel', { level: 'error' })).status).toBe(200);
+    await new Promise((r) => setTimeout(r, 300));
+    const other = await agentOnOtherWorker(a.url, thread, headers, probe);
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = httpRequest(a.url, { method: 'DELETE', agent: other.agent, headers }, (res) => { res.resume(); resolve(res.statusCode ?? 0); });
+      req.on('error', reject);
+      req.end();
+    });
+    expect(status).toBe(204);
+    await within(2_000, 'the tool on A\'s first thread to see the cancel', async () => recorded(record).some((l) => l.startsWith('cancelled')));
+    expect(recorded(record).at(-1)).toContain('reason=the client ended its session (DELETE)');
+    expect((await running).status).toBe(202);
+    runner.destroy();
+    other.agent.destroy();
   });
 
   it('idle expiry holds across nodes, and use on one node keeps the session alive for the other', { timeout: kTimeout }, async () => {

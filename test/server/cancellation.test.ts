@@ -130,6 +130,50 @@ describe.each(adapters('cancellation'))('cancellation over %s', (http) => {
     });
   });
 
+  describe('legacy era: DELETE of a session cancels its running requests', () => {
+    const crossThread = http === 'uws' || kCrossThreadSkip === undefined;
+    it(crossThread ? 'on every thread, inline and in the pool, with its reason; another session\'s run on' : `on its one HTTP thread (node:http has no reusePort under Node ${process.versions.node}), inline and in the pool, with its reason; another session's run on`, async () => {
+      running = await startServer({ http });
+      const { url } = running.address;
+      const ending = await initialize(url);
+      const staying = await initialize(url);
+      const records = { inline: recordPath(), pool: recordPath(), elsewhere: recordPath(), other: recordPath() };
+      // An inline tool on a connection whose worker is known, and one on the other worker.
+      const mine = new Agent({ keepAlive: true, maxSockets: 1 });
+      const toolWorker = String((await post(url, { jsonrpc: '2.0', id: 'p', method: 'ping' }, legacy(ending), mine)).headers['sluice-worker']);
+      const calls = [{ agent: mine, response: post(url, call(1, 'block', { ms: 15_000, record: records.inline }), legacy(ending), mine) }];
+      let deleter: Agent | undefined;
+      if (crossThread) {
+        const other = await agentOnOtherWorker(url, toolWorker, legacy(ending), { jsonrpc: '2.0', id: 'q', method: 'ping' });
+        calls.push({ agent: other.agent, response: post(url, call(2, 'block', { ms: 15_000, record: records.elsewhere }), legacy(ending), other.agent) });
+        // The DELETE is served by the other worker, which cancels requests running on both.
+        deleter = (await agentOnOtherWorker(url, toolWorker, legacy(ending), { jsonrpc: '2.0', id: 'r', method: 'ping' })).agent;
+      }
+      calls.push(startCall(url, legacy(ending), call(3, 'spin', { ms: 15_000, record: records.pool })));
+      const bystander = startCall(url, legacy(staying), call(1, 'block', { ms: 15_000, record: records.other }));
+      const started = crossThread ? Object.values(records) : [records.inline, records.pool, records.other];
+      await until(() => started.every((r) => recorded(r).length > 0), 10_000, 'the tools to start');
+      const status = await new Promise<number>((resolve, reject) => {
+        const req = request(url, { method: 'DELETE', agent: deleter ?? false, headers: legacy(ending) }, (res) => { res.resume(); resolve(res.statusCode ?? 0); });
+        req.on('error', reject);
+        req.end();
+      });
+      expect(status).toBe(204);
+      const ended = started.filter((r) => r !== records.other);
+      await until(() => ended.every((r) => recorded(r).some((l) => l.startsWith('cancelled'))), 10_000, 'the session\'s tools to see the cancel');
+      for (const r of ended) expect(recorded(r).at(-1)).toContain('reason=the client ended its session (DELETE)');
+      // As after a client's cancel: no JSON-RPC response (202, no body).
+      for (const answer of await Promise.all(calls.map((c) => c.response))) expect([answer.status, answer.body]).toEqual([202, '']);
+      expect(recorded(records.other).some((l) => l.startsWith('cancelled'))).toBe(false);
+      // The answers go out at the cancel; each row goes when its tool has returned: only the bystander's stays.
+      await until(() => running!.server.registry.counters().inFlight === 1, 5_000, 'the session\'s rows released');
+      expect((await post(url, cancel(1), legacy(staying))).status).toBe(202);
+      await bystander.response;
+      for (const c of [...calls, bystander]) c.agent.destroy();
+      deleter?.destroy();
+    });
+  });
+
   describe('modern era: a client disconnect is the cancel', () => {
     it('closing the request\'s stream makes the tool see ctx.cancelled', async () => {
       running = await startServer({ http });

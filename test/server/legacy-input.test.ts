@@ -169,6 +169,22 @@ describe('legacy era: a handler that returns inputRequired is answered mid-call'
     await until(() => s.server.registry.counters().inFlight === 0, 2_000, 'the row released');
   });
 
+  it('a client that ends its session (DELETE) while being asked: the call ends at once, not at clientRequestTimeoutMs, and the handler never runs again', async () => {
+    const s = await startServer({ tools: kTools, clientRequestTimeoutMs: 60_000 });
+    onCleanup(() => s.close());
+    const { c, asked } = await client(new StreamableHTTPClientTransport(new URL(s.address.url)), everything, () => new Promise(() => {}));
+    const transport = c.transport as StreamableHTTPClientTransport;
+    const record = recordPath();
+    const call = c.callTool({ name: 'ask_recorded', arguments: { record } }, undefined, kCallTimeout).catch((error: unknown) => error);
+    await until(() => asked.length === 1, 5_000, 'the question');
+    expect(s.server.registry.counters().inFlight).toBe(1);
+    await transport.terminateSession();
+    await until(() => s.server.registry.counters().inFlight === 0, 2_000, 'the call to end at the DELETE');
+    expect(s.server.registry.counters().cancellations).toBe(1);
+    expect(recorded(record)).toEqual(['first']);
+    void call;
+  });
+
   it('over stdio, a client that closes its input while being asked ends the call (cancelled, not failed) and the server ends', async () => {
     for (const [tools, call] of [[kTools, { name: 'ask_recorded', arguments: { record: recordPath() } }], [kToolsModule, { name: 'ask', arguments: {} }]] as const) {
       const s = stdioServer({ tools });

@@ -67,6 +67,15 @@ class Session {
     });
   }
 
+  /** DELETE: ends the session; its HTTP status. */
+  end(): Promise<number> {
+    return new Promise((resolve, reject) => {
+      const req = request(this.url, { method: 'DELETE', agent: false, headers: this.#h() }, (res) => { res.resume(); resolve(res.statusCode ?? 0); });
+      req.on('error', reject);
+      req.end();
+    });
+  }
+
   /** Posts the client's answer to a server request. */
   answer(id: unknown, result: unknown): Promise<unknown> {
     return post(this.url, { jsonrpc: '2.0', id, result }, this.#h());
@@ -169,6 +178,23 @@ describe('2025-11-25 experimental tasks', () => {
     const result = await owner.call('tasks/result', { taskId: t.taskId });
     expect(result.result).toMatchObject({ content: [{ type: 'text', text: 'slept 2000' }] });
     expect(recorded(record).some((l) => l.startsWith('cancelled'))).toBe(false);
+  });
+
+  it('a session\'s DELETE cancels its running tasks (no one can read them any more); another session\'s task runs on', async () => {
+    const owner = new Session(s.address.url);
+    await owner.open();
+    const other = new Session(s.address.url);
+    await other.open();
+    const [mine, theirs] = [recordPath(), recordPath()];
+    const t = task(await owner.call('tools/call', { name: 'sleepy', arguments: { ms: 30_000, record: mine }, task: {} }));
+    const kept = task(await other.call('tools/call', { name: 'sleepy', arguments: { ms: 1500, record: theirs }, task: {} }));
+    await until(() => recorded(mine).length > 0 && recorded(theirs).length > 0, 5000, 'both tools to start');
+    expect(await owner.end()).toBe(204);
+    await until(() => recorded(mine).some((l) => l.startsWith('cancelled')), 5000, 'the task\'s tool to see the cancel');
+    expect(recorded(mine).at(-1)).toBe('cancelled the client ended its session (DELETE)');
+    expect((await owner.call('tasks/get', { taskId: t.taskId })).status).toBe(404); // the session is gone
+    expect((await other.call('tasks/result', { taskId: kept.taskId })).result).toMatchObject({ content: [{ type: 'text', text: 'slept 1500' }] });
+    expect(recorded(theirs).some((l) => l.startsWith('cancelled'))).toBe(false);
   });
 
   it('input the task needs reaches the client on the tasks/result stream (related-task), and progress with the call token', async () => {

@@ -365,8 +365,11 @@ export class HttpEndpoint {
     if (id === undefined) return this.#fail(ex, null, kSessionRequired);
     const principal = granted !== undefined ? granted.subject : await this.#clients.principal(ex);
     if (principal === kRefused) return this.#fail(ex, null, kUnauthorized);
-    const refused = await sessions.end(id, principal);
-    if (refused !== undefined) return this.#fail(ex, null, refused);
+    const ended = await sessions.end(id, principal);
+    if (ended instanceof ProtocolError) return this.#fail(ex, null, ended);
+    // What of it still runs is cancelled here, and on the node's other threads that served it (none
+    // in the common case: a client's requests share its connection, so one thread; then no message).
+    this.#engine.sessionEnded(this.#clients.sessionScope(id), sessions.store.namesOthers(ended) ? ended : 0);
     ex.respond(204, this.#headers.extra(ex), '');
   }
 

@@ -143,16 +143,13 @@ export class LegacySessions {
   /**
    * DELETE: ends the principal's session `id`; 404 when there is no such live session. Cluster
    * mode: a session this node does not hold is adopted first (so its principal is checked the same
-   * way), and it leaves Redis (and so every node) before it leaves this node's table.
+   * way), and it leaves Redis (and so every node) before it leaves this node's table. Answers the
+   * threads of this node that served it (`SessionStore.delete`'s bits) when it ended.
    */
-  async end(id: string, principalId: string | undefined): Promise<ProtocolError | undefined> {
+  async end(id: string, principalId: string | undefined): Promise<ProtocolError | number> {
     let found = this.store.lookup(id, principalId, this.#o.idleMs);
     const directory = this.#directory;
-    if (directory === undefined) {
-      if (!found.ok) return kSessionNotFound;
-      this.store.delete(found);
-      return undefined;
-    }
+    if (directory === undefined) return found.ok ? this.store.delete(found) : kSessionNotFound;
     if (!found.ok) {
       const refused = this.#refusal(await directory.adopt(id, principalDigest(principalId)), Counter.ClusterSessionLookupsFailed);
       if (refused !== undefined) return refused;
@@ -161,8 +158,7 @@ export class LegacySessions {
     }
     const refused = this.#refusal(await directory.end(id), Counter.ClusterSessionWritesFailed);
     if (refused !== undefined) return refused;
-    this.store.delete(found);
-    return undefined;
+    return this.store.delete(found);
   }
 
   /** A session an initialize opened whose request was then refused goes, unannounced (and from Redis). */
