@@ -100,7 +100,7 @@ export async function call(args: string[], flags: ClientFlags): Promise<number> 
     const options = {
       signal: interrupt.signal,
       ...(flags.timeoutMs === undefined ? {} : { timeoutMs: flags.timeoutMs }),
-      onProgress: (p: { progress: number; total?: number; message?: string }) => process.stderr.write(`progress ${p.progress}${p.total === undefined ? '' : `/${p.total}`}${p.message === undefined ? '' : ` ${p.message}`}\n`),
+      onProgress: (p: { progress: number; total?: number; message?: string }) => process.stderr.write(`progress ${p.progress}${p.total === undefined ? '' : `/${p.total}`}${p.message === undefined ? '' : ` ${printable(String(p.message))}`}\n`),
     };
     const result = flags.task ? await callAsTask(client, tool, toolArgs, options) : await client.callTool(tool, toolArgs, options);
     if (flags.json) {
@@ -108,10 +108,10 @@ export async function call(args: string[], flags: ClientFlags): Promise<number> 
       return result.isError === true ? 1 : 0;
     }
     if (result.isError === true) {
-      process.stderr.write(`sluice: the tool ${tool} failed:\n${renderResult(result)}`);
+      process.stderr.write(`sluice: the tool ${tool} failed:\n${forStream(renderResult(result), process.stderr)}`);
       return 1;
     }
-    process.stdout.write(renderResult(result));
+    process.stdout.write(forStream(renderResult(result), process.stdout));
     return 0;
   } catch (error) {
     if (error instanceof CancelledError) {
@@ -134,7 +134,7 @@ async function callAsTask(client: Client, tool: string, toolArgs: Record<string,
   const handle = await client.callTool(tool, toolArgs, {
     ...options,
     task: true,
-    onStatus: (task) => process.stderr.write(`${new Date().toISOString().slice(11, 23)} ${task.status}${task.statusMessage === undefined ? '' : ` ${task.statusMessage}`}\n`),
+    onStatus: (task) => process.stderr.write(`${new Date().toISOString().slice(11, 23)} ${printable(String(task.status))}${task.statusMessage === undefined ? '' : ` ${printable(String(task.statusMessage))}`}\n`),
   });
   if (handle.taskId === undefined) process.stderr.write('sluice: the server answered at once, without a task\n');
   else process.stderr.write(`sluice: task ${handle.taskId}\n`);
@@ -261,7 +261,26 @@ function firstLine(text: unknown): string {
 const kUnprintable = /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
 
 function printable(text: string): string {
-  return text.replace(kUnprintable, (c) => `\\u{${c.charCodeAt(0).toString(16)}}`);
+  return escaped(text, kUnprintable);
+}
+
+/** The characters `pattern` matches, as `\u{…}` escapes. */
+function escaped(text: string, pattern: RegExp): string {
+  return text.replace(pattern, (c) => `\\u{${c.charCodeAt(0).toString(16)}}`);
+}
+
+/** kUnprintable but newline and tab: what a tool's text may not send to a terminal. */
+const kTerminalUnsafe = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+
+/**
+ * A tool's text for `stream`. On a terminal, its control characters but newline and tab are
+ * printed as `\u{…}` escapes (CRLF line ends as newlines): a server could otherwise drive the
+ * terminal (its clipboard through OSC 52, its title, a carriage return or cursor moves that hide
+ * what was printed). Piped or redirected, it is written as sent, so output can be kept byte for byte.
+ */
+function forStream(text: string, stream: NodeJS.WriteStream): string {
+  if (stream.isTTY !== true) return text;
+  return escaped(text.replace(/\r\n/g, '\n'), kTerminalUnsafe);
 }
 
 function section(title: string, listed: [string, string][]): string {

@@ -159,6 +159,35 @@ describe('sluice list', () => {
   });
 });
 
+describe('sluice call: a tool\'s text and progress cannot drive the terminal', () => {
+  const kEscaped = 'first\r\n\u001b]52;c;cHduZWQ=\u0007second\rhidden\t\u001b]0;pwned\u0007\u202eevil';
+  let server: Awaited<ReturnType<typeof startFixture>>;
+  beforeAll(async () => {
+    server = await startFixture('bench-bad-servers.mjs', ['call-escapes']);
+  });
+  afterAll(async () => {
+    await server.stop();
+  });
+
+  it('piped: the text as sent, byte for byte; progress messages escaped, one line each', async () => {
+    const run = await runCli(['call', server.url, 'echo']);
+    expect(run).toMatchObject({ code: 0, stdout: `${kEscaped}\n`, stderr: 'progress 1 step \\u{1b}]0;pwned\\u{7}\\u{a}one\n' });
+  });
+
+  it('on a terminal (a pseudo-terminal from script(1)): control characters but newline and tab as escapes', async () => {
+    const child = spawn('script', ['-qec', `${process.execPath} ${kBin} call ${server.url} echo`, '/dev/null'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => { out += c.toString(); });
+    const [code] = (await once(child, 'close')) as [number];
+    expect(code).toBe(0);
+    // The terminal itself turns each newline into CRLF.
+    const seen = out.replace(/\r\n/g, '\n');
+    expect(seen).toContain('first\n\\u{1b}]52;c;cHduZWQ=\\u{7}second\\u{d}hidden\t\\u{1b}]0;pwned\\u{7}\\u{202e}evil\n');
+    expect(seen).toContain('progress 1 step \\u{1b}]0;pwned\\u{7}\\u{a}one\n');
+    expect(seen).not.toMatch(/[\u001b\u0007\r\u202e]/);
+  });
+});
+
 describe('sluice --version and usage', () => {
   it('--version prints the version in package.json', async () => {
     const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
