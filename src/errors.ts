@@ -32,6 +32,8 @@ export type SluiceErrorCode =
   | 'session_expired'
   /** Client: the server's answer is not a usable JSON-RPC response (not JSON, empty, unknown version). */
   | 'invalid_response'
+  /** Client: a request's params cannot be written as JSON (a BigInt, a cycle, a toJSON that throws): nothing was sent. */
+  | 'invalid_params'
   /** A JSON-RPC error response (ProtocolError: `rpcCode`, `data`). */
   | 'rpc_error'
   /** The request needs a client capability the client did not declare (wire: -32021). */
@@ -57,7 +59,7 @@ const kCodeTable: Record<SluiceErrorCode, true> = {
   invalid_option: true, invalid_scope: true, invalid_request_id: true, cancellation_limit_reached: true,
   in_flight_capacity_exhausted: true, request_cancelled: true, bad_descriptor: true, uws_native_unavailable: true,
   listen_failed: true, server_closed: true, port_in_use: true, tools_module_failed: true, process_exit_refused: true, invalid_definition: true, invalid_result: true,
-  transport_closed: true, server_exited: true, session_expired: true, invalid_response: true, rpc_error: true,
+  transport_closed: true, server_exited: true, session_expired: true, invalid_response: true, invalid_params: true, rpc_error: true,
   missing_client_capability: true, task_limit_reached: true, task_quota_reached: true, invalid_cursor: true,
   cluster_unavailable: true, unauthorized: true, insufficient_scope: true, build_incomplete: true,
 };

@@ -6,7 +6,7 @@ import { headerValue, paramHeaderSpecs, paramHeaders } from './param-headers.js'
 import { bearerChallenge, scopeList } from './www-authenticate.js';
 import type { ParamHeaderSpecs } from './param-headers.js';
 import { SseReader } from './sse-reader.js';
-import { answerServerRequest, parseMessage, responseBound } from './transport.js';
+import { answerServerRequest, encodeMessage, parseMessage, responseBound } from './transport.js';
 import type { ClientTransport, JsonRpcMessage, SendOptions } from './transport.js';
 
 export interface HttpTransportOptions {
@@ -258,7 +258,7 @@ export class HttpClientTransport implements ClientTransport {
   }
 
   async #post(message: JsonRpcMessage, signal: AbortSignal | undefined, onSent: () => void): Promise<IncomingMessage> {
-    const body = JSON.stringify(message);
+    const body = encodeMessage(message);
     const request = this.#url.protocol === 'https:' ? httpsRequest : httpRequest;
     const authorization = await this.#authorization();
     if (this.#closed) throw new SluiceError('transport_closed', 'the transport is closed');

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { SluiceError } from '../errors.js';
-import { answerServerRequest, parseMessage, responseBound } from './transport.js';
+import { answerServerRequest, encodeMessage, parseMessage, responseBound } from './transport.js';
 import type { ClientTransport, JsonRpcMessage, SendOptions } from './transport.js';
 
 export interface StdioTransportOptions {
@@ -124,6 +124,12 @@ export class StdioClientTransport implements ClientTransport {
   send(message: JsonRpcMessage, options: SendOptions): Promise<JsonRpcMessage> {
     if (this.#closed) return Promise.reject(new SluiceError('transport_closed', 'the transport is closed'));
     if (this.#gone) return Promise.reject(new SluiceError('server_exited', this.#ending));
+    let line: string;
+    try {
+      line = encodeMessage(message); // before anything is registered: a refusal leaves nothing behind
+    } catch (error) {
+      return Promise.reject(error);
+    }
     const key = JSON.stringify(message.id);
     const params = message.params as Record<string, unknown> | undefined;
     const progressToken = (params?._meta as Record<string, unknown> | undefined)?.progressToken;
@@ -132,23 +138,29 @@ export class StdioClientTransport implements ClientTransport {
       // The abort of a stdio request changes nothing on the wire here: the client sends the cancel
       // line; the entry is dropped so a late response is ignored.
       options.signal.addEventListener('abort', () => { this.#waiting.delete(key); }, { once: true });
-      this.#write(message, options.onSent);
+      this.#write(line, options.onSent);
     });
   }
 
   notify(message: JsonRpcMessage): Promise<void> {
     if (this.#closed) return Promise.resolve();
-    return new Promise((resolve) => this.#write(message, resolve));
+    let line: string;
+    try {
+      line = encodeMessage(message);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return new Promise((resolve) => this.#write(line, resolve));
   }
 
-  /** One writer: lines go out in the order they were handed over. */
-  #write(message: JsonRpcMessage, done: () => void): void {
+  /** One writer: lines (a message's JSON) go out in the order they were handed over. */
+  #write(line: string, done: () => void): void {
     const stdin = this.#child.stdin;
     if (stdin === null || stdin.destroyed) {
       done();
       return;
     }
-    stdin.write(`${JSON.stringify(message)}\n`, () => done());
+    stdin.write(`${line}\n`, () => done());
   }
 
   #read(chunk: string): void {
@@ -188,7 +200,7 @@ export class StdioClientTransport implements ClientTransport {
       // A request from the server: the waiting tasks/result of its related task answers it; else declined.
       const related = (((message.params as Record<string, unknown> | undefined)?._meta as Record<string, unknown> | undefined)?.['io.modelcontextprotocol/related-task'] as Record<string, unknown> | undefined)?.taskId;
       const owner = related === undefined ? undefined : [...this.#waiting.values()].find((w) => w.onRequest !== undefined && w.taskId === related);
-      void answerServerRequest(message, owner).then((reply) => this.#write(reply, () => {}));
+      void answerServerRequest(message, owner).then((reply) => this.#write(encodeMessage(reply), () => {}));
       return;
     }
     const token = (message.params as Record<string, unknown> | undefined)?.progressToken;

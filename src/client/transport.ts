@@ -17,6 +17,21 @@ export function parseMessage(text: string): JsonRpcMessage | undefined {
   return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as JsonRpcMessage) : undefined;
 }
 
+/**
+ * A message as the JSON text a transport writes. What JSON cannot carry (a BigInt, a cycle, a
+ * toJSON that throws) is the caller's mistake, told as `invalid_params` before anything is sent,
+ * not as the TypeError JSON.stringify throws.
+ */
+export function encodeMessage(message: JsonRpcMessage): string {
+  try {
+    return JSON.stringify(message);
+  } catch (error) {
+    const why = error instanceof Error ? error.message.split('\n', 1)[0] : String(error);
+    const what = typeof message.method === 'string' ? `the ${message.method} request's params` : 'the message';
+    throw new SluiceError('invalid_params', `${what} cannot be sent as JSON: ${why}`, { cause: error });
+  }
+}
+
 /** The most a server may send for one answer unless the transport is told otherwise (`maxResponseBytes`). */
 const kDefaultMaxResponseBytes = 64 * 1024 * 1024;
 
@@ -69,7 +84,9 @@ export async function answerServerRequest(message: JsonRpcMessage, options: Pick
       : { jsonrpc: '2.0', id: message.id, error: { code: -32601, message: 'Method not found' } };
   }
   try {
-    return await options.onRequest(message);
+    const reply = await options.onRequest(message);
+    encodeMessage(reply); // an answer JSON cannot carry is answered as the handler's failure
+    return reply;
   } catch (error) {
     return { jsonrpc: '2.0', id: message.id, error: { code: -32603, message: error instanceof Error ? error.message : String(error) } };
   }

@@ -3,7 +3,7 @@ import { createServer as createNetServer } from 'node:net';
 import type { Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { CancelledError, Client, HttpClientTransport, StdioClientTransport } from '../../src/client/index.js';
+import { CancelledError, Client, HttpClientTransport, SluiceError, StdioClientTransport } from '../../src/client/index.js';
 import { kToolsModule, recordPath, recorded, startServer, until } from '../helpers/server.js';
 import type { TestServer } from '../helpers/server.js';
 
@@ -100,6 +100,25 @@ describe('the client against a Sluice server, per transport', () => {
       process.off('uncaughtException', onEscape);
       process.off('unhandledRejection', onEscape);
     }
+  });
+
+  it.each([
+    ['stdio', 'legacy'],
+    ['stdio', 'auto'],
+    ['http', 'legacy'],
+    ['http', 'auto'],
+  ] as const)('%s (%s): arguments JSON cannot carry (a BigInt, a cycle) are invalid_params, not a TypeError; the client serves on', async (kind, era) => {
+    const client = await sluiceClient(kind, era);
+    const cycle: Record<string, unknown> = {};
+    cycle.self = cycle;
+    for (const [args, why] of [[{ text: 1n }, 'BigInt'], [cycle, 'circular']] as const) {
+      const error = await rejection(client.callTool('echo', args));
+      expect(error).toBeInstanceOf(SluiceError);
+      expect(error).toMatchObject({ code: 'invalid_params' });
+      expect((error as Error).message).toContain('tools/call');
+      expect((error as Error).message).toContain(why);
+    }
+    expect((await client.callTool('echo', { text: 'after' })).content).toEqual([{ type: 'text', text: 'after' }]);
   });
 
   it('lists, reads, gets and completes through one client', async () => {

@@ -204,6 +204,7 @@ const kSluiceScenarios: Record<SluiceErrorCode, () => Promise<string> | string> 
     stubHandler = (_req, _body, res) => { res.writeHead(200, { 'content-type': 'text/plain' }).end('hello, not JSON'); };
     return withClient(stubUrl, 'legacy', (c) => codeOf(c.ping()));
   },
+  invalid_params: () => withClient(url, 'modern', (c) => codeOf(c.callTool('echo', { text: 1n }))),
   rpc_error: () => withClient(url, 'modern', async (c) => {
     const error = await rejection(c.request('no/such/method'));
     // One class both ways, under both names.
