@@ -46,8 +46,8 @@ export interface SessionDirectoryHostOptions {
    */
   readonly onProblem?: PortProblem | undefined;
   /**
-   * A node (another, or this one) ended (DELETE) a session this node held: what of it still runs
-   * here is to be cancelled. Told only for sessions in this node's cache when the news came, or
+   * Another node ended (DELETE) a session this node held: what of it still runs here is to be
+   * cancelled. Told only for sessions in this node's cache when the news came, or
    * dropped from it within an idle period before (see #released).
    */
   readonly onEnded?: ((id: string) => void) | undefined;
@@ -68,9 +68,9 @@ export class SessionDirectoryHost implements SessionDirectoryAccess {
   readonly #idleMs: number;
   /**
    * Sessions this node held whose copy was dropped (another node's logging/setLevel, a revalidation,
-   * the invalidation channel going down), with when: their requests may still run here, so a later
-   * DELETE's message (from any node, this one included: a copy adopted again knows only the threads
-   * that looked it up since) still concerns this node. Kept for an idle period.
+   * the invalidation channel going down), with when: their requests may still run here, so another
+   * node's later DELETE still concerns this node, and a copy adopted again names every thread to its
+   * DELETE here (SessionStore.adopt's `servedBefore`). Kept for an idle period.
    */
   readonly #released = new Map<string, number>();
   /** Sessions in this node's table that the directory knows: id → the last use pushed to Redis. */
@@ -207,7 +207,7 @@ export class SessionDirectoryHost implements SessionDirectoryAccess {
       if (mark.invalidated) continue;
       // Another principal presenting the id learns nothing more than from an unknown id.
       if (record === undefined || record.principal !== principal) return 'missing';
-      if (!this.#store.adopt(session, record.principal, record.capabilities, record.logLevel)) return 'full';
+      if (!this.#store.adopt(session, record.principal, record.capabilities, record.logLevel, this.#released.has(session))) return 'full';
       this.#cached.set(session, 0);
       return 'ok';
     }

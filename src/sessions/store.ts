@@ -213,8 +213,11 @@ export class SessionStore {
    * checked) into this node's table under the same id, replacing a stale local row of that id.
    * Adopted rows are not counted against a client (creation is what the per-client limit bounds).
    * Only the supervisor adopts (one writer: no two rows of one id). False: the table is full.
+   * `servedBefore`: this node held the session until its copy was dropped (another node's
+   * logging/setLevel, say), so its requests may still run on any thread here: its DELETE then
+   * names every thread. (The DELETE's own message reaches only the other nodes.)
    */
-  adopt(id: string, digest: string, capabilities: number, logLevel: number): boolean {
+  adopt(id: string, digest: string, capabilities: number, logLevel: number, servedBefore = false): boolean {
     if (id.length !== kIdBytes || !/^([0-9a-f]{32})?$/.test(digest)) return false;
     this.remove(id);
     this.#key.setString(id);
@@ -231,10 +234,8 @@ export class SessionStore {
     t.i32[v + kVCaps] = capabilities;
     const ctl = t.publish(slot, this.#member);
     Atomics.store(t.i32, v + kVLogLevel, levelTag(ctl) | (logLevel >= 0 && logLevel < kLevelUnset ? logLevel : kLevelUnset));
-    // No thread has served this copy yet (the workers look it up once this adoption is answered).
-    // Requests of an earlier copy of it may still run here: its DELETE reaches them through the
-    // directory's message, which this node hears too (SessionDirectoryHost's #released).
-    Atomics.store(t.i32, v + kVThreads, threadsTag(ctl));
+    // Else no thread has served it here yet (the workers look it up once this adoption is answered).
+    Atomics.store(t.i32, v + kVThreads, threadsTag(ctl) | (servedBefore ? kThreadMask : 0));
     return true;
   }
 

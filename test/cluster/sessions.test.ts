@@ -232,11 +232,12 @@ describe('cluster sessions: a session is valid on every node', () => {
     const record = recordPath();
     const running = postOn(a.url, { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'block', arguments: { ms: 20_000, record } } }, headers, runner);
     await within(5_000, 'the tool to start on A', async () => recorded(record).length > 0);
-    // B's setLevel drops A's copy; A's other thread adopts it again for the probe and the DELETE:
-    // only that thread has looked the new copy up, yet the call runs on the first one.
+    // B's setLevel drops A's copy; A's other thread adopts it again for the DELETE: only that
+    // thread has looked the new copy up, yet the call runs on the first one. (The probe that finds
+    // that thread carries no session, so no thread looks the session up meanwhile.)
     expect((await call(b.url, session, 'logging/setLevel', { level: 'error' })).status).toBe(200);
     await new Promise((r) => setTimeout(r, 300));
-    const other = await agentOnOtherWorker(a.url, thread, headers, probe);
+    const other = await agentOnOtherWorker(a.url, thread, { ...kAlice, 'mcp-protocol-version': '2025-11-25' }, probe);
     const status = await new Promise<number>((resolve, reject) => {
       const req = httpRequest(a.url, { method: 'DELETE', agent: other.agent, headers }, (res) => { res.resume(); resolve(res.statusCode ?? 0); });
       req.on('error', reject);
