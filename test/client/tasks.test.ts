@@ -207,4 +207,26 @@ describe('2025-11-25 tasks over stdio', () => {
     expect(replies).toContainEqual({ jsonrpc: '2.0', id: 'other', error: { code: -32601, message: 'Method not found' } });
     expect(replies).toContainEqual({ jsonrpc: '2.0', id: 'e1', result: { action: 'accept', content: { name: 'e1' } } });
   });
+
+  it('an answer JSON cannot carry (a BigInt) goes to the server as a -32603 error, not nowhere', async () => {
+    const log = recordPath();
+    const script = fileURLToPath(new URL('./task-stdio-server.mjs', import.meta.url));
+    const c = new Client(new StdioClientTransport({ command: process.execPath, args: [script, log] }), { era: 'legacy', capabilities: { elicitation: {} } });
+    clients.push(c);
+    const escaped: unknown[] = [];
+    const onEscape = (error: unknown) => escaped.push(error);
+    process.on('unhandledRejection', onEscape);
+    try {
+      const handle = await c.callTool('ask', {}, { task: true, onInputRequired: () => ({ e1: { action: 'accept', content: { name: 1n } } }) });
+      // The script answers the task with what the reply carried: no result, so no name.
+      expect((await handle.result()).content).toEqual([{ type: 'text', text: 'hello undefined' }]);
+      const replies = readFileSync(log, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>).filter((m) => m.id === 'e1' && m.method === undefined);
+      expect(replies).toHaveLength(1);
+      expect(replies[0]).toMatchObject({ error: { code: -32603, message: expect.stringContaining('BigInt') } });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(escaped).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onEscape);
+    }
+  });
 });
