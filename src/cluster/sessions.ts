@@ -47,8 +47,8 @@ export interface SessionDirectoryHostOptions {
   readonly onProblem?: PortProblem | undefined;
   /**
    * Another node ended (DELETE) a session this node held: what of it still runs here is to be
-   * cancelled. Told only for sessions in this node's cache when the news came, or
-   * dropped from it within an idle period before (see #released).
+   * cancelled. Told only for sessions in this node's cache when the news came, or dropped from it
+   * within an idle period before (see #released).
    */
   readonly onEnded?: ((id: string) => void) | undefined;
 }
