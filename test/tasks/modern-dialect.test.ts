@@ -146,10 +146,13 @@ describe('2026-07-28 tasks extension', () => {
 
   it('polling much faster than pollIntervalMs is refused with 429 until the pace drops', async () => {
     const taskId = String((await call(url, 'tools/call', { name: 'sleepy', arguments: { ms: 5000 } })).result!.taskId);
-    const statuses: number[] = [];
-    for (let i = 0; i < 30; i++) statuses.push((await call(url, 'tasks/get', { taskId })).status);
-    expect(statuses.slice(0, 5).every((st) => st === 200)).toBe(true);
-    expect(statuses).toContain(429);
+    // 30 polls at once. (One after another, they were not "much faster" on a loaded CI machine: at
+    // over 60 ms a call the bucket refills as fast as they drain it, and all 30 were served.) Each
+    // HTTP worker keeps its own bucket of 10, so of 30 at least 10 are served and at least 10 refused.
+    const statuses = await Promise.all(Array.from({ length: 30 }, async () => (await call(url, 'tasks/get', { taskId })).status));
+    expect(statuses.filter((st) => st !== 200 && st !== 429)).toEqual([]);
+    expect(statuses.filter((st) => st === 200).length).toBeGreaterThanOrEqual(10);
+    expect(statuses.filter((st) => st === 429).length).toBeGreaterThanOrEqual(5);
     await new Promise((r) => setTimeout(r, 600));
     expect((await call(url, 'tasks/get', { taskId })).status).toBe(200);
     await call(url, 'tasks/cancel', { taskId });
