@@ -27,7 +27,7 @@ export function encodeMessage(message: JsonRpcMessage): string {
     return JSON.stringify(message);
   } catch (error) {
     const why = error instanceof Error ? error.message.split('\n', 1)[0] : String(error);
-    const what = typeof message.method === 'string' ? `the ${message.method} request's params` : 'the message';
+    const what = typeof message.method === 'string' ? `the ${message.method} params` : 'the message';
     throw new SluiceError('invalid_params', `${what} cannot be sent as JSON: ${why}`, { cause: error });
   }
 }
