@@ -160,6 +160,19 @@ describe('2025-11-25 experimental tasks', () => {
     expect(handle.status).toBe('completed');
   });
 
+  it('an answer JSON cannot carry (a BigInt) goes back as a -32603 error, not nowhere (HTTP)', async () => {
+    const c = client('legacy', { elicitation: {} });
+    const handle = await c.callTool('ask', {}, {
+      task: true,
+      onInputRequired: (requests) => ({ [Object.keys(requests)[0]!]: { action: 'accept', content: { name: 1n } } }),
+    });
+    // The scripted server finishes the task with whatever it was answered.
+    await handle.result();
+    expect(server.received.filter((r) => r.response !== undefined).map((r) => r.response)).toEqual([
+      expect.objectContaining({ id: `elicit-${handle.taskId}`, error: expect.objectContaining({ code: -32603, message: expect.stringContaining('BigInt') }) }),
+    ]);
+  });
+
   it('a failed task rejects with the JSON-RPC error tasks/result returns', async () => {
     const handle = await client('legacy').callTool('fail', {}, { task: true });
     expect(await rejection(handle.result())).toMatchObject({ rpcCode: -32050, message: 'the job broke' });
