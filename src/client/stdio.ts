@@ -142,14 +142,9 @@ export class StdioClientTransport implements ClientTransport {
     });
   }
 
-  notify(message: JsonRpcMessage): Promise<void> {
-    if (this.#closed) return Promise.resolve();
-    let line: string;
-    try {
-      line = encodeMessage(message);
-    } catch (error) {
-      return Promise.reject(error);
-    }
+  async notify(message: JsonRpcMessage): Promise<void> {
+    if (this.#closed) return;
+    const line = encodeMessage(message); // async: a refusal is the returned promise's rejection
     return new Promise((resolve) => this.#write(line, resolve));
   }
 

@@ -201,7 +201,7 @@ export class SessionStore {
     if (now - t.f64[(v + kVSeen) >>> 1] > idleMs) return kMissing;
     this.#principalDigest(principalId);
     for (let i = 0; i < 4; i++) if (t.i32[v + kVPrincipal + i] !== this.#digest[i]) return kMissing;
-    if (!this.#served(slot, ctl)) return kMissing;
+    if (!this.#served(v + kVThreads, ctl)) return kMissing;
     t.f64[(v + kVSeen) >>> 1] = now;
     const word = Atomics.load(t.i32, v + kVLogLevel);
     const level = (word & ~0xff) === levelTag(ctl) && (word & 0xff) !== kLevelUnset ? word & 0xff : -1;
@@ -315,34 +315,36 @@ export class SessionStore {
   }
 
   /**
-   * Marks this thread as serving the session of row `slot` (incarnation `ctl`); false when the
-   * session is gone (its DELETE closed the word, or the slot holds another session now, whose
-   * word has another tag). The compare-and-swap is on the very word checked, so a bit lands only
-   * in an open word of this session, and a DELETE that closes it afterwards reads the bit. The
-   * first lookup per thread writes; later ones only read.
+   * Marks this thread as serving the session whose threads word is at `at` (incarnation `ctl`);
+   * false when the session is gone (its DELETE closed the word, or the slot holds another session
+   * now, whose word has another tag). The first lookup per thread writes; later ones only read.
    */
-  #served(slot: number, ctl: number): boolean {
-    const t = this.#table;
-    const at = t.valueIndex(slot) + kVThreads;
-    const tag = threadsTag(ctl);
-    const bit = this.#threadBit;
-    for (;;) {
-      const word = Atomics.load(t.i32, at);
-      if ((word & kThreadsTagBits) !== tag || (word & kClosed) !== 0) return false;
-      if ((word & bit) !== 0 || Atomics.compareExchange(t.i32, at, word, word | bit) === word) return true;
-    }
+  #served(at: number, ctl: number): boolean {
+    return this.#setWhileOpen(at, ctl, this.#threadBit) !== undefined;
   }
 
   /** DELETE: closes the threads word of incarnation `ctl`; its bits, or 0 when already closed or reused. */
   #close(at: number, ctl: number): number {
-    const t = this.#table;
+    const before = this.#setWhileOpen(at, ctl, kClosed);
+    return before === undefined ? 0 : before & kThreadMask;
+  }
+
+  /**
+   * Sets `bits` in the threads word at `at` while it is incarnation `ctl`'s and open: the word
+   * before, or undefined when it is closed or another session's. The compare-and-swap is on the
+   * very word checked, so a lookup's bit lands only in an open word of its session, and the DELETE
+   * that closes the word afterwards reads it.
+   */
+  #setWhileOpen(at: number, ctl: number, bits: number): number | undefined {
+    const i32 = this.#table.i32;
     const tag = threadsTag(ctl);
     for (;;) {
-      const word = Atomics.load(t.i32, at);
-      if ((word & kThreadsTagBits) !== tag || (word & kClosed) !== 0) return 0;
-      if (Atomics.compareExchange(t.i32, at, word, word | kClosed) === word) return word & kThreadMask;
+      const word = Atomics.load(i32, at);
+      if ((word & kThreadsTagBits) !== tag || (word & kClosed) !== 0) return undefined;
+      if ((word & bits) === bits || Atomics.compareExchange(i32, at, word, word | bits) === word) return word;
     }
   }
+
 
   /** Removes a row; whoever actually removed it gives its client's count back (exactly once). */
   #removeRow(slot: number, ctl: number): boolean {
